@@ -1,0 +1,180 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DeletionPolicy says what happens to the data when a DatabaseCluster is deleted.
+// +kubebuilder:validation:Enum=Snapshot;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicySnapshot takes and verifies a final snapshot that outlives
+	// the cluster before anything is deleted. It is the default.
+	DeletionPolicySnapshot DeletionPolicy = "Snapshot"
+	// DeletionPolicyDelete deletes the cluster and its volumes without a snapshot.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// Finalizer guards a DatabaseCluster until its deletion policy has been carried out.
+const Finalizer = "database.gauntlet.dev/final-snapshot"
+
+// DatabaseClusterSpec is the desired state of an etcd cluster.
+type DatabaseClusterSpec struct {
+	// Replicas is the number of etcd members. Odd sizes tolerate the most
+	// failures for their cost: 3 tolerates one, 5 tolerates two.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +required
+	Replicas *int32 `json:"replicas"`
+
+	// Image is the etcd container image. Changing it rolls members one at a time.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Image string `json:"image"`
+
+	// Resources of each etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Storage of each member's data volume. It cannot change after creation,
+	// because a StatefulSet's volume claim templates are immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable: a StatefulSet's volume claim templates cannot change after creation"
+	// +required
+	Storage StorageSpec `json:"storage"`
+
+	// DeletionPolicy is Snapshot (the default: a verified final snapshot is
+	// taken before anything is deleted) or Delete (no snapshot).
+	// +kubebuilder:default=Snapshot
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// StorageSpec describes each member's persistent volume.
+type StorageSpec struct {
+	// StorageClassName of the volume claims; empty uses the cluster's default class.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// Size of each member's volume, for example 1Gi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +required
+	Size resource.Quantity `json:"size"`
+}
+
+// MemberStatus is one etcd member as last observed.
+type MemberStatus struct {
+	// Name is the member's name, which is its pod's name.
+	Name string `json:"name"`
+	// ID is etcd's member ID in hex, empty while unknown.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Healthy is true when the member's pod is ready and the member answers.
+	Healthy bool `json:"healthy"`
+	// Leader is true for the raft leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+	// Learner is true for a non-voting member that is catching up.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+}
+
+// SnapshotStatus records a verified snapshot.
+type SnapshotStatus struct {
+	// Location says where the snapshot is kept, for example pvc/<name>/<file>.
+	Location string `json:"location"`
+	// TakenAt is when the snapshot was taken.
+	TakenAt metav1.Time `json:"takenAt"`
+	// Revision is the etcd revision the snapshot holds.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Hash is the snapshot's integrity hash as etcdutl reports it.
+	// +optional
+	Hash int64 `json:"hash,omitempty"`
+	// TotalKeys is the number of keys in the snapshot.
+	// +optional
+	TotalKeys int64 `json:"totalKeys,omitempty"`
+	// SizeBytes is the snapshot's size.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+}
+
+// DatabaseClusterStatus is the observed state of an etcd cluster.
+type DatabaseClusterStatus struct {
+	// ObservedGeneration is the generation of the spec that the last
+	// successful reconcile pass acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of member pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of member pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// Members lists every member, by pod name.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Members []MemberStatus `json:"members,omitempty"`
+
+	// Conditions: Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastSnapshot is the last verified snapshot.
+	// +optional
+	LastSnapshot *SnapshotStatus `json:"lastSnapshot,omitempty"`
+}
+
+// DatabaseCluster is an etcd cluster run as a StatefulSet behind a headless Service.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=dbc,categories=gauntlet
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DatabaseCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec DatabaseClusterSpec `json:"spec"`
+	// +optional
+	Status DatabaseClusterStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions; the Gauntlet condition
+// assertions read conditions through this method.
+func (c *DatabaseCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
+// DesiredReplicas returns spec.replicas, treating an unset value as 0.
+func (c *DatabaseCluster) DesiredReplicas() int32 {
+	if c.Spec.Replicas == nil {
+		return 0
+	}
+	return *c.Spec.Replicas
+}
+
+// +kubebuilder:object:root=true
+
+// DatabaseClusterList is a list of DatabaseClusters.
+type DatabaseClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DatabaseCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&DatabaseCluster{}, &DatabaseClusterList{})
+}

@@ -1,0 +1,171 @@
+package builders
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+)
+
+// ErrInvalidSpec marks a spec the builders cannot turn into objects. The
+// schema should have rejected it; the controller reports it as a terminal
+// error rather than retrying.
+var ErrInvalidSpec = errors.New("invalid DatabaseCluster spec")
+
+// Validate checks what the builders rely on. The API server's schema and CEL
+// rules enforce the same limits; this guards against objects that bypassed
+// them (an older CRD, a fake client).
+func Validate(c *dbv1.DatabaseCluster) error {
+	switch r := c.Spec.Replicas; {
+	case r == nil:
+		return fmt.Errorf("%w: spec.replicas is required", ErrInvalidSpec)
+	case *r < 1 || *r > 9:
+		return fmt.Errorf("%w: spec.replicas must be between 1 and 9, got %d", ErrInvalidSpec, *r)
+	}
+	if c.Spec.Image == "" {
+		return fmt.Errorf("%w: spec.image is required", ErrInvalidSpec)
+	}
+	if c.Spec.Storage.Size.Sign() <= 0 {
+		return fmt.Errorf("%w: spec.storage.size must be greater than zero, got %q", ErrInvalidSpec, c.Spec.Storage.Size.String())
+	}
+	switch c.Spec.DeletionPolicy {
+	case "", dbv1.DeletionPolicySnapshot, dbv1.DeletionPolicyDelete:
+	default:
+		return fmt.Errorf("%w: spec.deletionPolicy must be Snapshot or Delete, got %q", ErrInvalidSpec, c.Spec.DeletionPolicy)
+	}
+	return nil
+}
+
+// StatefulSet runs one etcd member per pod. Pods start in parallel (a new
+// etcd cluster needs every initial member up to elect a leader), each with its
+// own volume from spec.storage, and run under the restricted Pod Security
+// Standard. Call Validate first.
+func StatefulSet(c *dbv1.DatabaseCluster, o Options) *appsv1ac.StatefulSetApplyConfiguration {
+	replicas := c.DesiredReplicas()
+	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
+		WithLabels(Labels(c)).
+		WithOwnerReferences(ownerReference(c)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas).
+			WithServiceName(HeadlessServiceName(c)).
+			WithPodManagementPolicy(appsv1.ParallelPodManagement).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
+				WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				// A removed member's data can never rejoin (etcd would refuse its
+				// old member ID), so its volume goes with it.
+				WithWhenScaled(appsv1.DeletePersistentVolumeClaimRetentionPolicyType).
+				WithWhenDeleted(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)).
+			WithTemplate(podTemplate(c, int(replicas), o)).
+			WithVolumeClaimTemplates(volumeClaimTemplate(c)))
+}
+
+func podTemplate(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.PodTemplateSpecApplyConfiguration {
+	return corev1ac.PodTemplateSpec().
+		WithLabels(Labels(c)).
+		WithSpec(corev1ac.PodSpec().
+			WithEnableServiceLinks(false).
+			WithTerminationGracePeriodSeconds(30).
+			WithSecurityContext(corev1ac.PodSecurityContext().
+				WithRunAsNonRoot(true).
+				WithRunAsUser(EtcdUID).
+				WithRunAsGroup(EtcdUID).
+				WithFSGroup(EtcdUID).
+				WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+				WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+			WithContainers(container(c, replicas, o)))
+}
+
+func container(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.ContainerApplyConfiguration {
+	ctr := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(c.Spec.Image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("etcd").
+		WithArgs(EtcdArgs(c, replicas, o)...).
+		WithEnv(corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(
+			corev1ac.EnvVarSource().WithFieldRef(
+				corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.name")))).
+		WithPorts(
+			containerPort(ClientPortName, ClientPort),
+			containerPort(PeerPortName, PeerPort),
+			containerPort(MetricsPortName, MetricsPort),
+		).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)).
+		WithStartupProbe(probe("/livez", 2, 5, 90)).
+		WithLivenessProbe(probe("/livez", 10, 5, 6)).
+		WithReadinessProbe(probe("/readyz", 5, 5, 3)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithRunAsNonRoot(true).
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop(corev1.Capability("ALL"))).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if len(c.Spec.Resources.Limits) > 0 {
+		ctr.WithResources(corev1ac.ResourceRequirements().WithLimits(c.Spec.Resources.Limits))
+	}
+	if len(c.Spec.Resources.Requests) > 0 {
+		if ctr.Resources == nil {
+			ctr.WithResources(corev1ac.ResourceRequirements())
+		}
+		ctr.Resources.WithRequests(c.Spec.Resources.Requests)
+	}
+	return ctr
+}
+
+// EtcdArgs are the etcd flags of every member. $(POD_NAME) is expanded by the
+// kubelet, so one template serves every ordinal.
+func EtcdArgs(c *dbv1.DatabaseCluster, replicas int, o Options) []string {
+	self := "$(POD_NAME)"
+	return []string{
+		"--name=" + self,
+		"--data-dir=" + DataDir,
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
+		"--advertise-client-urls=" + ClientURL(c, self, o),
+		"--initial-advertise-peer-urls=" + PeerURL(c, self, o),
+		"--initial-cluster=" + InitialCluster(c, replicas, o),
+		"--initial-cluster-state=new",
+		"--initial-cluster-token=" + c.Namespace + "-" + c.Name + "-" + string(c.UID),
+	}
+}
+
+func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
+	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
+}
+
+func probe(path string, period, timeout, failures int32) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().
+		WithHTTPGet(corev1ac.HTTPGetAction().
+			WithPath(path).
+			WithPort(intstr.FromString(MetricsPortName)).
+			WithScheme(corev1.URISchemeHTTP)).
+		WithPeriodSeconds(period).
+		WithTimeoutSeconds(timeout).
+		WithFailureThreshold(failures)
+}
+
+func volumeClaimTemplate(c *dbv1.DatabaseCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	spec := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.Storage.Size}))
+	if c.Spec.Storage.StorageClassName != nil {
+		spec.WithStorageClassName(*c.Spec.Storage.StorageClassName)
+	}
+	// A claim template carries neither kind nor namespace, so it is built
+	// without the constructor that sets them.
+	return (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+		WithName(DataVolumeName).
+		WithLabels(SelectorLabels(c)).
+		WithSpec(spec)
+}

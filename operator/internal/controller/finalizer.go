@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+)
+
+// Event reasons and actions of the delete path.
+const (
+	EventSnapshotTaken  = "SnapshotTaken"
+	EventSnapshotFailed = "SnapshotFailed"
+	actionSnapshot      = "FinalSnapshot"
+)
+
+// errNoSnapshotter is what a Snapshot deletion reports when the manager was
+// started without a snapshot implementation.
+var errNoSnapshotter = errors.New("no snapshotter is configured: the final snapshot cannot be taken; set spec.deletionPolicy to Delete to delete without one")
+
+// ensureFinalizer adds the finalizer before any child exists, so that no
+// deletion can skip the delete path.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(s.cluster, dbv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	base := s.cluster.DeepCopy()
+	controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
+	if err := r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete carries out the deletion policy, then releases the
+// finalizer so that garbage collection removes the children.
+//
+// With Snapshot, the finalizer goes only after a verified snapshot taken since
+// deletion began is recorded in status.lastSnapshot: the pass that gets the
+// snapshot records it (status is written at the end of the pass), and the next
+// pass, seeing it recorded, removes the finalizer. A failed snapshot keeps the
+// finalizer, shows in Degraded and an event, and is retried with the
+// workqueue's backoff.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if !controllerutil.ContainsFinalizer(c, dbv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if c.Spec.DeletionPolicy != dbv1.DeletionPolicyDelete && !finalSnapshotRecorded(c) {
+		if r.Snapshotter == nil {
+			return r.snapshotFailed(s, errNoSnapshotter)
+		}
+		snap, err := r.Snapshotter.FinalSnapshot(ctx, c)
+		switch {
+		case err != nil:
+			return r.snapshotFailed(s, err)
+		case snap == nil:
+			return s.requeueAfter(SnapshotPollInterval)
+		}
+		c.Status.LastSnapshot = snap
+		r.event(c, corev1.EventTypeNormal, EventSnapshotTaken, actionSnapshot,
+			"final snapshot verified at %s (revision %d, %d keys)", snap.Location, snap.Revision, snap.TotalKeys)
+		// Record it first; the next pass removes the finalizer.
+		return ctrl.Result{RequeueAfter: SnapshotRecordedRequeue}, nil
+	}
+
+	base := c.DeepCopy()
+	controllerutil.RemoveFinalizer(c, dbv1.Finalizer)
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
+	}
+	r.Metrics.Forget(c.Namespace, c.Name)
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) snapshotFailed(s *scope, err error) (ctrl.Result, error) {
+	s.snapshotErr = err
+	r.event(s.cluster, corev1.EventTypeWarning, EventSnapshotFailed, actionSnapshot,
+		"final snapshot failed, keeping the finalizer and retrying: %v", err)
+	return ctrl.Result{}, fmt.Errorf("final snapshot: %w", err)
+}
+
+// finalSnapshotRecorded is true when status holds a snapshot taken after
+// deletion began.
+func finalSnapshotRecorded(c *dbv1.DatabaseCluster) bool {
+	snap := c.Status.LastSnapshot
+	return snap != nil && c.DeletionTimestamp != nil && !snap.TakenAt.Before(c.DeletionTimestamp)
+}

@@ -1,0 +1,143 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+)
+
+// observeMembers reads membership and health from etcd's own API through the
+// ready members, and merges it with pod readiness. An unreachable member API
+// is an observation (the Degraded condition says so), not a failed pass.
+func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ready := podReadiness(s.pods)
+	var endpoints []string
+	for _, p := range s.pods {
+		if ready[p.Name] {
+			endpoints = append(endpoints, builders.ClientURL(s.cluster, p.Name, r.Builders))
+		}
+	}
+	var list []etcd.Member
+	if r.Dialer != nil && len(endpoints) > 0 {
+		var err error
+		if list, err = r.listMembers(ctx, endpoints); err != nil {
+			s.memberAPIErr = err
+		} else {
+			s.membersFromAPI = true
+		}
+	}
+	s.members = mergeMembers(s.cluster, ready, list, s.membersFromAPI, r.Builders)
+	s.membersObserved = true
+
+	switch {
+	case r.Dialer == nil:
+		// Health comes from pod readiness, which the StatefulSet watch reports.
+		return ctrl.Result{}, nil
+	case healthyCount(s.members) < len(s.members):
+		return ctrl.Result{RequeueAfter: DegradedRecheckInterval}, nil
+	default:
+		return ctrl.Result{RequeueAfter: HealthCheckInterval}, nil
+	}
+}
+
+func (r *Reconciler) listMembers(ctx context.Context, endpoints []string) ([]etcd.Member, error) {
+	cl, err := r.Dialer.Dial(ctx, endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd: %w", err)
+	}
+	defer func() { _ = cl.Close() }()
+	list, err := cl.ListMembers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd members: %w", err)
+	}
+	return list, nil
+}
+
+// podReadiness maps each member pod's name to whether it is ready and not
+// being deleted.
+func podReadiness(pods []corev1.Pod) map[string]bool {
+	ready := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		ready[p.Name] = p.DeletionTimestamp.IsZero() && isPodReady(&p)
+	}
+	return ready
+}
+
+func isPodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// mergeMembers lists one entry per expected member (ordinals 0..replicas-1)
+// and one per extra etcd member that has no expected pod. With the member
+// API, a member is healthy when its pod is ready and etcd reports it
+// healthy; without it, pod readiness is all there is.
+func mergeMembers(c *dbv1.DatabaseCluster, podReady map[string]bool, list []etcd.Member, fromAPI bool, o builders.Options) []dbv1.MemberStatus {
+	byName := make(map[string]etcd.Member, len(list))
+	byPeerURL := make(map[string]etcd.Member, len(list))
+	for _, m := range list {
+		if m.Name != "" {
+			byName[m.Name] = m
+		}
+		for _, u := range m.PeerURLs {
+			byPeerURL[u] = m
+		}
+	}
+	matched := make(map[uint64]bool, len(list))
+	desired := int(c.DesiredReplicas())
+	out := make([]dbv1.MemberStatus, 0, max(desired, len(list)))
+	for i := range desired {
+		name := builders.MemberName(c, i)
+		ms := dbv1.MemberStatus{Name: name, Healthy: podReady[name]}
+		if fromAPI {
+			m, ok := byName[name]
+			if !ok {
+				m, ok = byPeerURL[builders.PeerURL(c, name, o)]
+			}
+			if ok {
+				matched[m.ID] = true
+				ms.ID, ms.Leader, ms.Learner = m.IDString(), m.Leader, m.IsLearner
+				ms.Healthy = ms.Healthy && m.Healthy
+			} else {
+				ms.Healthy = false
+			}
+		}
+		out = append(out, ms)
+	}
+	var extra []dbv1.MemberStatus
+	for _, m := range list {
+		if matched[m.ID] {
+			continue
+		}
+		name := m.Name
+		if name == "" {
+			name = "unstarted-" + m.IDString()
+		}
+		extra = append(extra, dbv1.MemberStatus{
+			Name: name, ID: m.IDString(), Healthy: m.Healthy, Leader: m.Leader, Learner: m.IsLearner,
+		})
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i].Name < extra[j].Name })
+	return append(out, extra...)
+}
+
+func healthyCount(members []dbv1.MemberStatus) int {
+	n := 0
+	for _, m := range members {
+		if m.Healthy {
+			n++
+		}
+	}
+	return n
+}
