@@ -2,10 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +51,11 @@ func applyChild[T client.Object, A runtime.ApplyConfiguration](
 		if err != nil {
 			return false, fmt.Errorf("extracting applied %s: %w", kind, err)
 		}
-		if equality.Semantic.DeepEqual(applied, desired) {
+		same, err := sameConfiguration(applied, desired)
+		if err != nil {
+			return false, fmt.Errorf("comparing applied %s: %w", kind, err)
+		}
+		if same {
 			return false, nil
 		}
 	}
@@ -58,4 +63,69 @@ func applyChild[T client.Object, A runtime.ApplyConfiguration](
 		return false, fmt.Errorf("applying %s: %w", kind, err)
 	}
 	return true, nil
+}
+
+// sameConfiguration compares two apply configurations as the API would see
+// them: as JSON, without status (written by other controllers through the
+// status subresource) and without empty values, which serialise the same as
+// absent ones (an empty resources block, an empty claim-template status).
+func sameConfiguration(a, b any) (bool, error) {
+	na, err := normalized(a)
+	if err != nil {
+		return false, err
+	}
+	nb, err := normalized(b)
+	if err != nil {
+		return false, err
+	}
+	return equality.Semantic.DeepEqual(na, nb), nil
+}
+
+func normalized(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return prune(m), nil
+}
+
+// prune drops nulls, empty maps and empty lists, recursively.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if p := prune(child); isEmpty(p) {
+				delete(t, k)
+			} else {
+				t[k] = p
+			}
+		}
+		return t
+	case []any:
+		out := t[:0]
+		for _, child := range t {
+			out = append(out, prune(child))
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	default:
+		return false
+	}
 }

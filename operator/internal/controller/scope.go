@@ -28,7 +28,7 @@ type scope struct {
 	members         []dbv1.MemberStatus
 	membersObserved bool
 	membersFromAPI  bool
-	memberAPIErr   error
+	memberAPIErr    error
 
 	// Conditions the phases found; each maps to a condition reason.
 	invalidSpec  error

@@ -34,7 +34,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.R
 	if err != nil {
 		return s.childError(err)
 	}
-	if existing.UID != "" {
+	if existing.ResourceVersion != "" { // it existed before this pass
 		s.statefulSet = existing
 	}
 	s.statefulSetChanged = changed

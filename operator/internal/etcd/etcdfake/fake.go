@@ -1,0 +1,322 @@
+// Package etcdfake is a scripted, in-memory etcd cluster behind the
+// etcd.Client interface, for the unit and simulation tiers: tests arrange
+// members, health and leadership, script errors per method, and read back
+// the calls the operator made.
+package etcdfake
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+)
+
+// Methods that can be scripted to fail, by name.
+const (
+	MethodDial        = "Dial"
+	MethodListMembers = "ListMembers"
+	MethodAddLearner  = "AddLearner"
+	MethodPromote     = "Promote"
+	MethodRemove      = "Remove"
+	MethodMoveLeader  = "MoveLeader"
+	MethodSnapshot    = "Snapshot"
+)
+
+// Call is one call the operator made.
+type Call struct {
+	Method string
+	Arg    string
+	Err    error
+}
+
+func (c Call) String() string {
+	s := c.Method
+	if c.Arg != "" {
+		s += "(" + c.Arg + ")"
+	}
+	if c.Err != nil {
+		s += " -> " + c.Err.Error()
+	}
+	return s
+}
+
+// Cluster is a fake etcd cluster. The zero value is not usable; call New.
+type Cluster struct {
+	mu          sync.Mutex
+	members     map[uint64]*etcd.Member
+	nextID      uint64
+	notInSync   map[uint64]bool
+	scripted    map[string][]error
+	always      map[string]error
+	calls       []Call
+	snapshotLen int
+}
+
+// New returns an empty cluster.
+func New() *Cluster {
+	return &Cluster{
+		members:     map[uint64]*etcd.Member{},
+		nextID:      0x1000,
+		notInSync:   map[uint64]bool{},
+		scripted:    map[string][]error{},
+		always:      map[string]error{},
+		snapshotLen: 4096,
+	}
+}
+
+// Dialer returns a dialer whose clients all act on this cluster.
+func (c *Cluster) Dialer() etcd.Dialer {
+	return etcd.DialerFunc(func(_ context.Context, endpoints []string) (etcd.Client, error) {
+		if err := c.begin(MethodDial, strings.Join(endpoints, ",")); err != nil {
+			return nil, err
+		}
+		return &client{c: c}, nil
+	})
+}
+
+// FailNext makes the next calls of method return these errors, in order (a
+// nil entry lets that call succeed).
+func (c *Cluster) FailNext(method string, errs ...error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scripted[method] = append(c.scripted[method], errs...)
+}
+
+// FailAlways makes every call of method return err until Heal.
+func (c *Cluster) FailAlways(method string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.always[method] = err
+}
+
+// Heal removes every scripted and permanent failure.
+func (c *Cluster) Heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scripted = map[string][]error{}
+	c.always = map[string]error{}
+}
+
+// Calls returns the calls made so far.
+func (c *Cluster) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Call(nil), c.calls...)
+}
+
+// Join makes the member with this name and peer URL part of the cluster, as
+// an etcd process does when it starts: a learner registered with that peer
+// URL takes the name; otherwise a new voting member is added (bootstrap). The
+// first member becomes leader. It returns the member.
+func (c *Cluster) Join(name, peerURL string) etcd.Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.Name == name {
+			return *m
+		}
+		if m.Name == "" && contains(m.PeerURLs, peerURL) {
+			m.Name = name
+			return *m
+		}
+	}
+	m := c.addLocked(name, peerURL, false)
+	return *m
+}
+
+// SetHealthy sets the health of the named member.
+func (c *Cluster) SetHealthy(name string, healthy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.byNameLocked(name); m != nil {
+		m.Healthy = healthy
+	}
+}
+
+// SetLeader makes the named member the leader.
+func (c *Cluster) SetLeader(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		m.Leader = m.Name == name
+	}
+}
+
+// SetInSync says whether a learner has caught up and can be promoted.
+func (c *Cluster) SetInSync(name string, inSync bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.byNameLocked(name); m != nil {
+		c.notInSync[m.ID] = !inSync
+	}
+}
+
+// Members returns the members, sorted by name then ID.
+func (c *Cluster) Members() []etcd.Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.membersLocked()
+}
+
+func (c *Cluster) membersLocked() []etcd.Member {
+	out := make([]etcd.Member, 0, len(c.members))
+	for _, m := range c.members {
+		cp := *m
+		cp.PeerURLs = append([]string(nil), m.PeerURLs...)
+		cp.ClientURLs = append([]string(nil), m.ClientURLs...)
+		out = append(out, cp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (c *Cluster) byNameLocked(name string) *etcd.Member {
+	for _, m := range c.members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) addLocked(name, peerURL string, learner bool) *etcd.Member {
+	c.nextID++
+	m := &etcd.Member{ID: c.nextID, Name: name, PeerURLs: []string{peerURL}, IsLearner: learner, Healthy: true}
+	if len(c.members) == 0 && !learner {
+		m.Leader = true
+	}
+	c.members[m.ID] = m
+	return m
+}
+
+// begin records a call and returns the scripted error for it, if any.
+func (c *Cluster) begin(method, arg string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	if q := c.scripted[method]; len(q) > 0 {
+		err, c.scripted[method] = q[0], q[1:]
+	} else if e, ok := c.always[method]; ok {
+		err = e
+	}
+	c.calls = append(c.calls, Call{Method: method, Arg: arg, Err: err})
+	return err
+}
+
+type client struct{ c *Cluster }
+
+func (cl *client) ListMembers(context.Context) ([]etcd.Member, error) {
+	if err := cl.c.begin(MethodListMembers, ""); err != nil {
+		return nil, err
+	}
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	return cl.c.membersLocked(), nil
+}
+
+func (cl *client) AddLearner(_ context.Context, peerURL string) (etcd.Member, error) {
+	if err := cl.c.begin(MethodAddLearner, peerURL); err != nil {
+		return etcd.Member{}, err
+	}
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	for _, m := range cl.c.members {
+		if contains(m.PeerURLs, peerURL) {
+			return etcd.Member{}, fmt.Errorf("etcdfake: peer URL %s already registered by member %s", peerURL, m)
+		}
+	}
+	m := cl.c.addLocked("", peerURL, true)
+	m.Healthy = false // not started yet
+	return *m, nil
+}
+
+func (cl *client) Promote(_ context.Context, id uint64) error {
+	if err := cl.c.begin(MethodPromote, etcd.FormatID(id)); err != nil {
+		return err
+	}
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	m, ok := cl.c.members[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("promoting %s: %w", etcd.FormatID(id), etcd.ErrMemberNotFound)
+	case !m.IsLearner:
+		return fmt.Errorf("etcdfake: member %s is not a learner", m)
+	case cl.c.notInSync[id] || m.Name == "":
+		return fmt.Errorf("promoting %s: %w", m, etcd.ErrLearnerNotReady)
+	}
+	m.IsLearner = false
+	return nil
+}
+
+func (cl *client) Remove(_ context.Context, id uint64) error {
+	if err := cl.c.begin(MethodRemove, etcd.FormatID(id)); err != nil {
+		return err
+	}
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	m, ok := cl.c.members[id]
+	if !ok {
+		return fmt.Errorf("removing %s: %w", etcd.FormatID(id), etcd.ErrMemberNotFound)
+	}
+	delete(cl.c.members, id)
+	if m.Leader {
+		for _, other := range cl.c.membersLocked() {
+			if !other.IsLearner {
+				cl.c.members[other.ID].Leader = true
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (cl *client) MoveLeader(_ context.Context, to uint64) error {
+	if err := cl.c.begin(MethodMoveLeader, etcd.FormatID(to)); err != nil {
+		return err
+	}
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	target, ok := cl.c.members[to]
+	if !ok {
+		return fmt.Errorf("moving leader to %s: %w", etcd.FormatID(to), etcd.ErrMemberNotFound)
+	}
+	if target.IsLearner {
+		return fmt.Errorf("etcdfake: cannot move leadership to learner %s", target)
+	}
+	for _, m := range cl.c.members {
+		m.Leader = m.ID == to
+	}
+	return nil
+}
+
+func (cl *client) Snapshot(_ context.Context, w io.Writer) error {
+	if err := cl.c.begin(MethodSnapshot, ""); err != nil {
+		return err
+	}
+	cl.c.mu.Lock()
+	n := cl.c.snapshotLen
+	cl.c.mu.Unlock()
+	_, err := w.Write(make([]byte, n))
+	return err
+}
+
+func (cl *client) Close() error { return nil }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+// Package operator is the public surface of the reference DatabaseCluster
+// operator: what its manager, the Gauntlet suites and anyone embedding the
+// operator need to build and drive the reconciler. The implementation lives
+// in operator/internal and may change freely behind these names.
+package operator
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdfake"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+)
+
+// The reconciler and what it is built from.
+type (
+	// Reconciler reconciles DatabaseClusters.
+	Reconciler = controller.Reconciler
+	// Snapshotter takes the final snapshot before a deletion.
+	Snapshotter = controller.Snapshotter
+	// BuilderOptions are cluster-wide settings of the desired objects.
+	BuilderOptions = builders.Options
+	// MetricsRecorder holds the operator's own metrics.
+	MetricsRecorder = metrics.Recorder
+	// ForeignChildError reports a child controlled by someone else.
+	ForeignChildError = controller.ForeignChildError
+)
+
+// etcd membership.
+type (
+	// EtcdMember is one etcd member.
+	EtcdMember = etcd.Member
+	// EtcdClient manages the membership of one etcd cluster.
+	EtcdClient = etcd.Client
+	// EtcdDialer opens an EtcdClient.
+	EtcdDialer = etcd.Dialer
+	// FakeEtcd is a scripted in-memory etcd cluster for tests.
+	FakeEtcd = etcdfake.Cluster
+	// FakeEtcdCall is one call recorded by FakeEtcd.
+	FakeEtcdCall = etcdfake.Call
+)
+
+// FieldOwner is the server-side-apply field manager of every child.
+const FieldOwner = controller.FieldOwner
+
+// Metric names.
+const (
+	MetricReconcileDuration = metrics.ReconcileDurationName
+	MetricMembers           = metrics.MembersName
+	MetricQuorumAtRisk      = metrics.QuorumAtRiskName
+)
+
+// Methods of FakeEtcd that can be scripted to fail.
+const (
+	EtcdMethodDial        = etcdfake.MethodDial
+	EtcdMethodListMembers = etcdfake.MethodListMembers
+)
+
+var (
+	// NewMetricsRecorder creates the operator's metrics on a registry.
+	NewMetricsRecorder = metrics.NewRecorder
+	// NewFakeEtcd returns an empty scripted etcd cluster.
+	NewFakeEtcd = etcdfake.New
+	// StatefulSetReadinessChanged is the predicate on owned StatefulSets.
+	StatefulSetReadinessChanged = controller.StatefulSetReadinessChanged
+	// Quorum is the majority of a number of voting members.
+	Quorum = etcd.Quorum
+
+	// Names and URLs of a cluster's children and members.
+	StatefulSetName     = builders.StatefulSetName
+	HeadlessServiceName = builders.HeadlessServiceName
+	ClientServiceName   = builders.ClientServiceName
+	PDBName             = builders.PodDisruptionBudgetName
+	MemberName          = builders.MemberName
+	PeerURL             = builders.PeerURL
+	SelectorLabels      = builders.SelectorLabels
+)
+
+// NewScheme returns a scheme with the built-in kinds and DatabaseCluster.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := dbv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,20 @@
+// Package framework is Gauntlet's reusable test harness for controller-runtime
+// operators. Nothing in it knows about a particular operator: the reference
+// DatabaseCluster operator uses it exactly as another operator's tests would.
+//
+// The pieces, usable on the fake client and on a real API server alike:
+//
+//   - NewFakeClient: a controller-runtime fake client configured like a
+//     server (status subresources, server-side apply with managed fields).
+//   - HaveCondition: a Gomega matcher for metav1.Conditions with a readable
+//     failure message listing every condition the object has.
+//   - StatefulSetSimulator: advances StatefulSet and Pod status the way the
+//     StatefulSet controller and kubelets would (create, ready, scale, roll),
+//     for backends that run no controllers (the fake client, envtest).
+//   - WriteLog: records every write a client makes, to assert that a
+//     converged pass writes nothing.
+//   - Faults: injects API errors through the fake client's interceptors.
+//   - Driver: ReconcileUntilStable, a hot-loop detector that fails with a
+//     diff of what kept changing, and ExpectIdempotent.
+//   - MetricValue: reads a counter, gauge or histogram count from a registry.
+package framework

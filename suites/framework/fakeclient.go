@@ -1,0 +1,42 @@
+package framework
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// FakeClientOptions configure NewFakeClient.
+type FakeClientOptions struct {
+	// Objects are created before the client is returned.
+	Objects []client.Object
+	// StatusSubresources are the custom kinds whose status is a subresource,
+	// as their CRDs declare. Pods and StatefulSets are always included.
+	StatusSubresources []client.Object
+	// Interceptors wrap every call, for example Faults.Funcs().
+	Interceptors *interceptor.Funcs
+}
+
+// NewFakeClient returns a fake client configured as close to an API server as
+// the fake allows: status is a subresource (a spec write cannot change it and
+// a status write cannot change the spec), and server-side apply records
+// managed fields and returns them, so that code comparing what it applied
+// with what is stored behaves as it does against a server.
+//
+// The fake still runs no validation, defaulting, admission, garbage
+// collection or controllers; anything that needs those belongs in envtest.
+func NewFakeClient(scheme *runtime.Scheme, o FakeClientOptions) client.WithWatch {
+	status := append([]client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}}, o.StatusSubresources...)
+	b := fake.NewClientBuilder().
+		WithScheme(scheme).
+		WithStatusSubresource(status...).
+		WithReturnManagedFields().
+		WithObjects(o.Objects...)
+	if o.Interceptors != nil {
+		b = b.WithInterceptorFuncs(*o.Interceptors)
+	}
+	return b.Build()
+}

@@ -1,0 +1,312 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// StatefulSetSimulator plays the StatefulSet controller and the kubelets for
+// backends that run neither (the fake client, envtest): each Step creates
+// and deletes pods to match spec.replicas, makes pods ready, rolls pods to a
+// changed template, and writes StatefulSet status the way the real
+// controller does. It writes only what changed, so a settled world makes no
+// writes.
+//
+// Timing follows the real thing in order, not in time: a pod is created not
+// ready and becomes ready on a later Step; a rolling update replaces one pod
+// per Step, highest ordinal first, and only while every other pod is ready.
+type StatefulSetSimulator struct {
+	// Client reads and writes StatefulSets and Pods.
+	Client client.Client
+	// Namespace limits the simulator to one namespace; empty means all.
+	Namespace string
+
+	mu       sync.Mutex
+	notReady map[string]bool // namespace/pod
+}
+
+// SetReady makes the named pods (namespace/name) become ready on the next
+// Step (ready=true, the default for every pod) or unready (ready=false).
+func (s *StatefulSetSimulator) SetReady(ready bool, namespace string, pods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notReady == nil {
+		s.notReady = map[string]bool{}
+	}
+	for _, p := range pods {
+		if ready {
+			delete(s.notReady, namespace+"/"+p)
+		} else {
+			s.notReady[namespace+"/"+p] = true
+		}
+	}
+}
+
+func (s *StatefulSetSimulator) wantReady(p *corev1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.notReady[p.Namespace+"/"+p.Name]
+}
+
+// Step advances every StatefulSet by one step and reports whether it wrote
+// anything.
+func (s *StatefulSetSimulator) Step(ctx context.Context) (changed bool, err error) {
+	sets := &appsv1.StatefulSetList{}
+	var opts []client.ListOption
+	if s.Namespace != "" {
+		opts = append(opts, client.InNamespace(s.Namespace))
+	}
+	if err := s.Client.List(ctx, sets, opts...); err != nil {
+		return false, fmt.Errorf("simulator: listing StatefulSets: %w", err)
+	}
+	for i := range sets.Items {
+		c, err := s.stepOne(ctx, &sets.Items[i])
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
+	}
+	return changed, nil
+}
+
+// Settle runs Step until it writes nothing, at most maxSteps times.
+func (s *StatefulSetSimulator) Settle(ctx context.Context, maxSteps int) error {
+	for range maxSteps {
+		changed, err := s.Step(ctx)
+		if err != nil || !changed {
+			return err
+		}
+	}
+	return fmt.Errorf("simulator: StatefulSets still changing after %d steps", maxSteps)
+}
+
+// Revision is the revision name the simulator gives a StatefulSet's current
+// template, like the controller's ControllerRevision names.
+func Revision(sts *appsv1.StatefulSet) string {
+	data, _ := json.Marshal(sts.Spec.Template) //nolint:errchkjson // a PodTemplateSpec always marshals
+	h := fnv.New32a()
+	_, _ = h.Write(data)
+	return fmt.Sprintf("%s-%08x", sts.Name, h.Sum32())
+}
+
+func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.StatefulSet) (bool, error) {
+	if !sts.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	pods, err := s.podsOf(ctx, sts)
+	if err != nil {
+		return false, err
+	}
+	replicas := int(ptr.Deref(sts.Spec.Replicas, 1))
+	updateRev := Revision(sts)
+	changed := false
+
+	// Scale down: delete pods at or above the replica count.
+	for ord, p := range pods {
+		if ord >= replicas {
+			if err := s.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return changed, fmt.Errorf("simulator: deleting pod %s: %w", p.Name, err)
+			}
+			delete(pods, ord)
+			changed = true
+		}
+	}
+	// Rolling update: replace the highest outdated ordinal while all others are ready.
+	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		partition := 0
+		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			partition = int(*ru.Partition)
+		}
+		if ord, ok := nextToRoll(pods, replicas, partition, updateRev); ok {
+			if err := s.Client.Delete(ctx, pods[ord]); client.IgnoreNotFound(err) != nil {
+				return changed, fmt.Errorf("simulator: deleting pod %s for update: %w", pods[ord].Name, err)
+			}
+			delete(pods, ord)
+			changed = true
+		}
+	}
+	// Create missing pods, not ready.
+	created := map[int]bool{}
+	for ord := range replicas {
+		if _, ok := pods[ord]; ok {
+			continue
+		}
+		p := newPod(sts, ord, updateRev)
+		if err := s.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			return changed, fmt.Errorf("simulator: creating pod %s: %w", p.Name, err)
+		}
+		pods[ord] = p
+		created[ord] = true
+		changed = true
+	}
+	// Kubelet: move readiness toward what the test wants, except pods created in this step.
+	for ord, p := range pods {
+		if created[ord] {
+			continue // ready on a later step, as a kubelet would make it
+		}
+		c, err := s.setPodReady(ctx, p, s.wantReady(p))
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
+	}
+	c, err := s.writeStatus(ctx, sts, pods, updateRev)
+	return changed || c, err
+}
+
+// nextToRoll picks the highest ordinal at or above partition whose revision is
+// outdated, provided every other pod is ready.
+func nextToRoll(pods map[int]*corev1.Pod, replicas, partition int, updateRev string) (int, bool) {
+	for ord := range replicas {
+		if p, ok := pods[ord]; !ok || !podReady(p) {
+			return 0, false
+		}
+	}
+	for ord := replicas - 1; ord >= partition; ord-- {
+		if pods[ord].Labels[appsv1.ControllerRevisionHashLabelKey] != updateRev {
+			return ord, true
+		}
+	}
+	return 0, false
+}
+
+func (s *StatefulSetSimulator) podsOf(ctx context.Context, sts *appsv1.StatefulSet) (map[int]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
+		return nil, fmt.Errorf("simulator: listing pods of %s: %w", sts.Name, err)
+	}
+	pods := map[int]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !metav1.IsControlledBy(p, sts) {
+			continue
+		}
+		if ord, ok := ordinal(sts.Name, p.Name); ok {
+			pods[ord] = p
+		}
+	}
+	return pods, nil
+}
+
+func ordinal(set, pod string) (int, bool) {
+	if len(pod) <= len(set)+1 || pod[:len(set)+1] != set+"-" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(pod[len(set)+1:])
+	return n, err == nil
+}
+
+func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
+	name := fmt.Sprintf("%s-%d", sts.Name, ord)
+	labels := map[string]string{}
+	for k, v := range sts.Spec.Template.Labels {
+		labels[k] = v
+	}
+	labels[appsv1.ControllerRevisionHashLabelKey] = rev
+	labels[appsv1.StatefulSetPodNameLabel] = name
+	spec := *sts.Spec.Template.Spec.DeepCopy()
+	spec.Hostname, spec.Subdomain = name, sts.Spec.ServiceName
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: sts.Namespace, Labels: labels,
+			Annotations: sts.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: spec,
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (s *StatefulSetSimulator) setPodReady(ctx context.Context, p *corev1.Pod, ready bool) (bool, error) {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	want := p.DeepCopy()
+	want.Status.Phase = corev1.PodRunning
+	setPodCondition(want, corev1.PodReady, status)
+	setPodCondition(want, corev1.ContainersReady, status)
+	if equality.Semantic.DeepEqual(p.Status, want.Status) {
+		return false, nil
+	}
+	if err := s.Client.Status().Update(ctx, want); err != nil {
+		return false, fmt.Errorf("simulator: updating status of pod %s: %w", p.Name, err)
+	}
+	*p = *want
+	return true, nil
+}
+
+func setPodCondition(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus) {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			p.Status.Conditions[i].Status = s
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: s})
+}
+
+func (s *StatefulSetSimulator) writeStatus(ctx context.Context, sts *appsv1.StatefulSet, pods map[int]*corev1.Pod, updateRev string) (bool, error) {
+	st := appsv1.StatefulSetStatus{
+		ObservedGeneration: sts.Generation,
+		UpdateRevision:     updateRev,
+		CurrentRevision:    sts.Status.CurrentRevision,
+		CollisionCount:     sts.Status.CollisionCount,
+	}
+	ords := make([]int, 0, len(pods))
+	for ord := range pods {
+		ords = append(ords, ord)
+	}
+	sort.Ints(ords)
+	for _, ord := range ords {
+		p := pods[ord]
+		st.Replicas++
+		if podReady(p) {
+			st.ReadyReplicas++
+			st.AvailableReplicas++
+		}
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRev {
+			st.UpdatedReplicas++
+		}
+	}
+	if st.CurrentRevision == "" || st.UpdatedReplicas == st.Replicas {
+		st.CurrentRevision = updateRev
+	}
+	for _, p := range pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == st.CurrentRevision {
+			st.CurrentReplicas++
+		}
+	}
+	if equality.Semantic.DeepEqual(sts.Status, st) {
+		return false, nil
+	}
+	sts.Status = st
+	if err := s.Client.Status().Update(ctx, sts); err != nil {
+		return false, fmt.Errorf("simulator: updating status of StatefulSet %s: %w", sts.Name, err)
+	}
+	return true, nil
+}

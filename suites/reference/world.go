@@ -1,0 +1,133 @@
+package reference
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// World is the reference operator on the fake client: the reconciler, the
+// simulated StatefulSet controller and kubelets, a scripted etcd whose
+// members join as their pods become ready, and a scripted snapshotter.
+type World struct {
+	// Client is the fake API; the test and the simulators use it directly.
+	Client client.WithWatch
+	// Faults fail the reconciler's calls (and only the reconciler's).
+	Faults *framework.Faults
+	// Writes records the reconciler's writes.
+	Writes *framework.WriteLog
+	// Sim plays the StatefulSet controller and the kubelets.
+	Sim *framework.StatefulSetSimulator
+	// Etcd is the scripted member API.
+	Etcd *operator.FakeEtcd
+	// Snapshots is the scripted final-snapshot taker.
+	Snapshots *FakeSnapshotter
+	// Registry holds the operator's metrics.
+	Registry *prometheus.Registry
+	// Events records the events the reconciler emits.
+	Events *events.FakeRecorder
+	// Reconciler under test.
+	Reconciler *operator.Reconciler
+	// Driver runs passes with the world moving in between.
+	Driver *framework.Driver
+	// Namespace of the test's objects.
+	Namespace string
+}
+
+// NewWorld builds a world in namespace "default" holding objs.
+func NewWorld(t testing.TB, objs ...client.Object) *World {
+	t.Helper()
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatalf("building scheme: %v", err)
+	}
+	w := &World{
+		Faults:    &framework.Faults{},
+		Writes:    &framework.WriteLog{},
+		Etcd:      operator.NewFakeEtcd(),
+		Snapshots: NewFakeSnapshotter(),
+		Registry:  prometheus.NewRegistry(),
+		Events:    events.NewFakeRecorder(100),
+		Namespace: "default",
+	}
+	w.Client = framework.NewFakeClient(scheme, framework.FakeClientOptions{
+		Objects:            objs,
+		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
+	})
+	w.Sim = &framework.StatefulSetSimulator{Client: w.Client, Namespace: w.Namespace}
+	w.Reconciler = &operator.Reconciler{
+		Client:      w.Writes.Wrap(w.Faults.Client(w.Client)),
+		Dialer:      w.Etcd.Dialer(),
+		Snapshotter: w.Snapshots,
+		Events:      w.Events,
+		Metrics:     operator.NewMetricsRecorder(w.Registry),
+	}
+	w.Driver = &framework.Driver{
+		Reconciler: w.Reconciler,
+		Writes:     w.Writes,
+		Env:        []framework.EnvStep{w.Sim.Step, w.JoinReadyMembers},
+		Client:     w.Client,
+		Namespace:  w.Namespace,
+		Kinds: []client.ObjectList{
+			&dbv1.DatabaseClusterList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
+			&policyv1.PodDisruptionBudgetList{}, &corev1.PodList{},
+		},
+	}
+	return w
+}
+
+// Request names a cluster for Reconcile.
+func Request(c *dbv1.DatabaseCluster) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+}
+
+// JoinReadyMembers is the etcd side of the world: a member pod that is ready
+// has started its etcd process, which joins the cluster under its name.
+func (w *World) JoinReadyMembers(ctx context.Context) (bool, error) {
+	clusters := &dbv1.DatabaseClusterList{}
+	if err := w.Client.List(ctx, clusters, client.InNamespace(w.Namespace)); err != nil {
+		return false, fmt.Errorf("listing DatabaseClusters: %w", err)
+	}
+	changed := false
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		pods := &corev1.PodList{}
+		if err := w.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(operator.SelectorLabels(c))); err != nil {
+			return false, fmt.Errorf("listing pods: %w", err)
+		}
+		before := len(w.Etcd.Members())
+		for _, p := range pods.Items {
+			if podReady(&p) {
+				w.Etcd.Join(p.Name, operator.PeerURL(c, p.Name, operator.BuilderOptions{}))
+			}
+		}
+		changed = changed || len(w.Etcd.Members()) != before
+	}
+	return changed, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Get re-reads obj from the fake API.
+func (w *World) Get(ctx context.Context, obj client.Object) error {
+	return w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+}
