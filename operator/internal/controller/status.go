@@ -203,7 +203,7 @@ func keepOr(o observation, t string, s metav1.ConditionStatus, reason, msg strin
 
 // writeStatus computes status from the pass's observation and writes it with
 // one patch to the status subresource, only when it changed. observedGeneration
-// moves only when the pass succeeded.
+// moves only when the pass succeeded: no error, not deleting, not blocked.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passErr error) error {
 	c := s.cluster
 	st := &c.Status
@@ -224,7 +224,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passErr error) e
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
-	if passErr == nil && !o.deleting {
+	if passErr == nil && !o.deleting && o.foreignChild == nil {
 		st.ObservedGeneration = c.Generation
 	}
 	if equality.Semantic.DeepEqual(s.originalStatus, st) {

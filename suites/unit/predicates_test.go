@@ -1,0 +1,80 @@
+package unit
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/reference"
+)
+
+// TestStatefulSetPredicate drives the controller from StatefulSet update
+// events filtered by a predicate, as the manager's watch would, while pods
+// become ready. The scaffolds' GenerationChangedPredicate drops every one of
+// those status-only updates and leaves status.readyReplicas stale; the
+// operator's predicate lets the readiness changes through.
+func TestStatefulSetPredicate(t *testing.T) {
+	cases := []struct {
+		name       string
+		predicate  predicate.Predicate
+		wantStale  bool
+		reconciles func(int) bool
+	}{
+		{name: "GenerationChangedPredicate leaves status stale", predicate: predicate.GenerationChangedPredicate{},
+			wantStale: true, reconciles: func(n int) bool { return n == 0 }},
+		{name: "StatefulSetReadinessChanged keeps status fresh", predicate: operator.StatefulSetReadinessChanged(),
+			wantStale: false, reconciles: func(n int) bool { return n > 0 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			c := reference.NewCluster("default", "db").Build()
+			w := reference.NewWorld(t, c)
+			w.Sim.SetReady(false, c.Namespace, "db-0", "db-1", "db-2")
+			settle(t, w, c)
+			g.Expect(c.Status.ReadyReplicas).To(BeZero())
+
+			// Pods become ready; each StatefulSet write is an update event.
+			w.Sim.SetReady(true, c.Namespace, "db-0", "db-1", "db-2")
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: operator.StatefulSetName(c)}}
+			reconciles := 0
+			for step := 0; step < 10; step++ {
+				g.Expect(w.Get(ctx, sts)).To(Succeed())
+				old := sts.DeepCopy()
+				changed, err := w.Sim.Step(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				_, err = w.JoinReadyMembers(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				if !changed {
+					break
+				}
+				g.Expect(w.Get(ctx, sts)).To(Succeed())
+				if old.ResourceVersion != sts.ResourceVersion && tc.predicate.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: sts.DeepCopy()}) {
+					reconciles++
+					_, err := w.Reconciler.Reconcile(ctx, reference.Request(c))
+					g.Expect(err).NotTo(HaveOccurred())
+				}
+			}
+			g.Expect(sts.Status.ReadyReplicas).To(BeEquivalentTo(3), "the simulated pods did not become ready")
+			g.Expect(w.Get(ctx, c)).To(Succeed())
+			t.Logf("%s: %d reconciles, status.readyReplicas=%d, StatefulSet readyReplicas=%d",
+				tc.name, reconciles, c.Status.ReadyReplicas, sts.Status.ReadyReplicas)
+			g.Expect(tc.reconciles(reconciles)).To(BeTrue(), "reconciles triggered: %d", reconciles)
+			if tc.wantStale {
+				g.Expect(c.Status.ReadyReplicas).To(BeZero(), "expected the naive predicate to leave status stale")
+				g.Expect(c).NotTo(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, ""))
+			} else {
+				g.Expect(c.Status.ReadyReplicas).To(Equal(sts.Status.ReadyReplicas))
+				g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
+			}
+		})
+	}
+}
