@@ -174,7 +174,3 @@ type DatabaseClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []DatabaseCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&DatabaseCluster{}, &DatabaseClusterList{})
-}

@@ -160,7 +160,7 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked, o.foreignChild.Error())
 	case !o.membersObserved:
 		return keepOr(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonCreating, "creating members")
-	case sts == nil || !(o.wasAvailable() || available.Status == metav1.ConditionTrue):
+	case sts == nil || (!o.wasAvailable() && available.Status != metav1.ConditionTrue):
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonCreating,
 			fmt.Sprintf("creating members: %d of %d healthy", healthyCount(o.members), o.desired))
 	case o.statefulSetChanged && sts.Spec.Replicas != nil && *sts.Spec.Replicas != o.desired,

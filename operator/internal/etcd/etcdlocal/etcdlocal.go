@@ -302,14 +302,14 @@ func (c *Cluster) launch(m *member) {
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout = m.stderr
 	cmd.Stderr = m.stderr
-	fmt.Fprintf(m.stderr, "=== etcdlocal: starting %s\n", m.name)
+	_, _ = fmt.Fprintf(m.stderr, "=== etcdlocal: starting %s\n", m.name)
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("etcdlocal: start %s: %v", m.name, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		fmt.Fprintf(m.stderr, "=== etcdlocal: %s exited: %v\n", m.name, p.err)
+		_, _ = fmt.Fprintf(m.stderr, "=== etcdlocal: %s exited: %v\n", m.name, p.err)
 		close(p.done)
 	}()
 	m.proc = p
@@ -337,7 +337,7 @@ func (c *Cluster) waitFor(i int, path string, ok func(status int, body []byte) b
 	m := c.member(i)
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(ReadyTimeout)
-	last := "no answer yet"
+	var last string
 	for {
 		if m.proc.exited() {
 			c.t.Fatalf("etcdlocal: %s exited while waiting for %s (%v); stderr tail:\n%s",

@@ -1,0 +1,170 @@
+package builders
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+)
+
+func cluster(replicas int32) *dbv1.DatabaseCluster {
+	return &dbv1.DatabaseCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "u1"},
+		Spec: dbv1.DatabaseClusterSpec{
+			Replicas: ptr.To(replicas),
+			Image:    "etcd:v3.6.16",
+			Storage:  dbv1.StorageSpec{Size: resource.MustParse("2Gi")},
+		},
+	}
+}
+
+func TestHeadlessService(t *testing.T) {
+	g := NewWithT(t)
+	svc := HeadlessService(cluster(3))
+	g.Expect(*svc.Name).To(Equal("db"))
+	g.Expect(*svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+	g.Expect(*svc.Spec.PublishNotReadyAddresses).To(BeTrue(), "peers must resolve before they are ready")
+	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{LabelName: "etcd", LabelInstance: "db"}))
+	g.Expect(svc.Spec.Ports).To(HaveLen(2))
+	for _, p := range svc.Spec.Ports {
+		g.Expect(*p.Protocol).To(Equal(corev1.ProtocolTCP), "protocol is part of the port's key and must be explicit")
+	}
+	g.Expect(svc.OwnerReferences).To(HaveLen(1))
+	g.Expect(*svc.OwnerReferences[0].Controller).To(BeTrue())
+}
+
+func TestClientService(t *testing.T) {
+	g := NewWithT(t)
+	svc := ClientService(cluster(3))
+	g.Expect(*svc.Name).To(Equal("db-client"))
+	g.Expect(svc.Spec.ClusterIP).To(BeNil(), "a normal ClusterIP Service")
+	g.Expect(svc.Spec.PublishNotReadyAddresses).To(BeNil(), "clients reach only ready members")
+	g.Expect(svc.Spec.Ports).To(HaveLen(1))
+	g.Expect(*svc.Spec.Ports[0].Port).To(Equal(ClientPort))
+}
+
+func TestPodDisruptionBudgetKeepsQuorum(t *testing.T) {
+	for replicas, want := range map[int32]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4, 9: 5} {
+		g := NewWithT(t)
+		pdb := PodDisruptionBudget(cluster(replicas))
+		g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(want), "replicas %d", replicas)
+		g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(SelectorLabels(cluster(replicas))))
+	}
+}
+
+func TestStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster(3)
+	c.Spec.Storage.StorageClassName = ptr.To("fast")
+	c.Spec.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}
+	sts := StatefulSet(c, Options{})
+
+	g.Expect(*sts.Spec.Replicas).To(BeEquivalentTo(3))
+	g.Expect(*sts.Spec.ServiceName).To(Equal(HeadlessServiceName(c)))
+	g.Expect(*sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
+	g.Expect(sts.Spec.Selector.MatchLabels).To(Equal(SelectorLabels(c)))
+	g.Expect(sts.Spec.Template.Labels).To(HaveKeyWithValue(LabelInstance, "db"))
+	g.Expect(*sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled).To(Equal(appsv1.DeletePersistentVolumeClaimRetentionPolicyType))
+
+	pvc := sts.Spec.VolumeClaimTemplates[0]
+	g.Expect(*pvc.Name).To(Equal(DataVolumeName))
+	g.Expect(pvc.Namespace).To(BeNil())
+	g.Expect(pvc.Kind).To(BeNil())
+	g.Expect(*pvc.Spec.StorageClassName).To(Equal("fast"))
+	size := (*pvc.Spec.Resources.Requests)[corev1.ResourceStorage]
+	g.Expect(size.String()).To(Equal("2Gi"))
+
+	pod := sts.Spec.Template.Spec
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(*pod.SecurityContext.FSGroup).To(Equal(EtcdUID))
+	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(pod.Containers).To(HaveLen(1))
+	ctr := pod.Containers[0]
+	g.Expect(*ctr.Image).To(Equal("etcd:v3.6.16"))
+	g.Expect(*ctr.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(*ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+	g.Expect(*ctr.LivenessProbe.HTTPGet.Path).To(Equal("/livez"))
+	g.Expect(*ctr.VolumeMounts[0].MountPath).To(Equal(DataMountPath))
+	g.Expect((*ctr.Resources.Limits)[corev1.ResourceMemory]).To(Equal(resource.MustParse("512Mi")))
+	g.Expect(ctr.Resources.Requests).To(BeNil())
+}
+
+func TestStatefulSetWithoutStorageClassUsesDefault(t *testing.T) {
+	g := NewWithT(t)
+	sts := StatefulSet(cluster(1), Options{})
+	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(BeNil())
+	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources).To(BeNil())
+}
+
+func TestEtcdArgs(t *testing.T) {
+	cases := []struct {
+		name     string
+		replicas int
+		domain   string
+		want     []string
+	}{
+		{"three members", 3, "", []string{
+			"--name=$(POD_NAME)",
+			"--data-dir=/var/lib/etcd/data",
+			"--advertise-client-urls=http://$(POD_NAME).db.ns.svc.cluster.local:2379",
+			"--initial-advertise-peer-urls=http://$(POD_NAME).db.ns.svc.cluster.local:2380",
+			"--initial-cluster=db-0=http://db-0.db.ns.svc.cluster.local:2380,db-1=http://db-1.db.ns.svc.cluster.local:2380,db-2=http://db-2.db.ns.svc.cluster.local:2380",
+			"--initial-cluster-state=new",
+			"--initial-cluster-token=ns-db-u1",
+		}},
+		{"one member, custom domain", 1, "k8s.example", []string{
+			"--initial-cluster=db-0=http://db-0.db.ns.svc.k8s.example:2380",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			args := EtcdArgs(cluster(int32(tc.replicas)), tc.replicas, Options{ClusterDomain: tc.domain})
+			for _, want := range tc.want {
+				g.Expect(args).To(ContainElement(want))
+			}
+			for _, a := range args {
+				g.Expect(strings.HasPrefix(a, "--")).To(BeTrue(), "arg %q", a)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(*dbv1.DatabaseCluster)
+		wantErr string
+	}{
+		{"valid", func(*dbv1.DatabaseCluster) {}, ""},
+		{"replicas nil", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = nil }, "spec.replicas is required"},
+		{"replicas 0", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](0) }, "between 1 and 9, got 0"},
+		{"replicas 10", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](10) }, "between 1 and 9, got 10"},
+		{"no image", func(c *dbv1.DatabaseCluster) { c.Spec.Image = "" }, "spec.image is required"},
+		{"negative size", func(c *dbv1.DatabaseCluster) { c.Spec.Storage.Size = resource.MustParse("-1Gi") }, "spec.storage.size must be greater than zero"},
+		{"bad policy", func(c *dbv1.DatabaseCluster) { c.Spec.DeletionPolicy = "Keep" }, `spec.deletionPolicy must be Snapshot or Delete, got "Keep"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := cluster(3)
+			tc.mutate(c)
+			err := Validate(c)
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ErrInvalidSpec))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+)
+
+func members(healthy ...bool) []dbv1.MemberStatus {
+	out := make([]dbv1.MemberStatus, len(healthy))
+	for i, h := range healthy {
+		out[i] = dbv1.MemberStatus{Name: "db-" + string(rune('0'+i)), Healthy: h}
+	}
+	return out
+}
+
+func settledSet(replicas int32) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)},
+		Status: appsv1.StatefulSetStatus{
+			ObservedGeneration: 2, Replicas: replicas, ReadyReplicas: replicas, UpdatedReplicas: replicas,
+			CurrentRevision: "r1", UpdateRevision: "r1",
+		},
+	}
+}
+
+var wasAvailable = []metav1.Condition{{Type: dbv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: dbv1.ReasonQuorumHealthy}}
+
+func TestComputeConditions(t *testing.T) {
+	type want struct{ status, reason string }
+	cases := []struct {
+		name                           string
+		o                              observation
+		available, progressing, degrad want
+	}{
+		{
+			name:        "healthy and settled",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, true, true), previous: wasAvailable},
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"False", dbv1.ReasonReconciled},
+			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+		},
+		{
+			name:        "bootstrapping: no member ready yet",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(false, false, false)},
+			available:   want{"False", dbv1.ReasonBootstrapping},
+			progressing: want{"True", dbv1.ReasonCreating},
+			degrad:      want{"False", dbv1.ReasonBootstrapping},
+		},
+		{
+			name:        "lost quorum after being available",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, false, false), previous: wasAvailable},
+			available:   want{"False", dbv1.ReasonQuorumLost},
+			progressing: want{"False", dbv1.ReasonReconciled},
+			degrad:      want{"True", dbv1.ReasonMembersUnhealthy},
+		},
+		{
+			name: "scaling: spec replicas differ from status",
+			o: func() observation {
+				sts := settledSet(5)
+				sts.Status.Replicas = 3
+				return observation{desired: 5, statefulSet: sts, membersObserved: true, members: members(true, true, true), previous: wasAvailable}
+			}(),
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"True", dbv1.ReasonScaling},
+			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+		},
+		{
+			name: "rolling: revisions differ",
+			o: func() observation {
+				sts := settledSet(3)
+				sts.Status.UpdateRevision = "r2"
+				return observation{desired: 3, statefulSet: sts, membersObserved: true, members: members(true, true, true), previous: wasAvailable}
+			}(),
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"True", dbv1.ReasonRollingUpdate},
+			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+		},
+		{
+			name:        "member API unreachable",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, true, true), memberAPIErr: errors.New("dial timeout"), previous: wasAvailable},
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"False", dbv1.ReasonReconciled},
+			degrad:      want{"True", dbv1.ReasonMemberAPIUnreachable},
+		},
+		{
+			name:        "invalid spec keeps what was known",
+			o:           observation{desired: 3, invalidSpec: errors.New("bad"), previous: wasAvailable},
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"False", dbv1.ReasonInvalidSpec},
+			degrad:      want{"False", dbv1.ReasonBootstrapping},
+		},
+		{
+			name:        "deleting with a failed snapshot",
+			o:           observation{desired: 3, deleting: true, snapshotErr: errors.New("timeout"), previous: wasAvailable},
+			available:   want{"True", dbv1.ReasonQuorumHealthy},
+			progressing: want{"True", dbv1.ReasonDeleting},
+			degrad:      want{"True", dbv1.ReasonSnapshotFailed},
+		},
+		{
+			name:        "learners do not count toward quorum",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: append(members(true, false, false), dbv1.MemberStatus{Name: "x", Healthy: true, Learner: true}), previous: wasAvailable},
+			available:   want{"False", dbv1.ReasonQuorumLost},
+			progressing: want{"False", dbv1.ReasonReconciled},
+			degrad:      want{"True", dbv1.ReasonMembersUnhealthy},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.o.generation = 7
+			got := map[string]metav1.Condition{}
+			for _, c := range computeConditions(tc.o) {
+				got[c.Type] = c
+			}
+			for typ, w := range map[string]want{dbv1.ConditionAvailable: tc.available, dbv1.ConditionProgressing: tc.progressing, dbv1.ConditionDegraded: tc.degrad} {
+				g.Expect(got).To(HaveKey(typ))
+				g.Expect(string(got[typ].Status)).To(Equal(w.status), "%s: %+v", typ, got[typ])
+				g.Expect(got[typ].Reason).To(Equal(w.reason), "%s: %+v", typ, got[typ])
+			}
+		})
+	}
+}
+
+func TestMergeMembers(t *testing.T) {
+	g := NewWithT(t)
+	c := &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}, Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To[int32](3)}}
+	o := builders.Options{}
+	list := []etcd.Member{
+		{ID: 1, Name: "db-0", Healthy: true, Leader: true},
+		{ID: 2, Name: "db-1", Healthy: false},
+		{ID: 3, PeerURLs: []string{builders.PeerURL(c, "db-2", o)}, IsLearner: true},
+		{ID: 0xabc, Name: "old-member", Healthy: true},
+	}
+	ready := map[string]bool{"db-0": true, "db-1": true, "db-2": true}
+	got := mergeMembers(c, ready, list, true, o)
+	g.Expect(got).To(Equal([]dbv1.MemberStatus{
+		{Name: "db-0", ID: "1", Healthy: true, Leader: true},
+		{Name: "db-1", ID: "2", Healthy: false},
+		{Name: "db-2", ID: "3", Healthy: false, Learner: true},
+		{Name: "old-member", ID: "abc", Healthy: true},
+	}))
+
+	// Without the member API, pod readiness is all there is.
+	g.Expect(mergeMembers(c, map[string]bool{"db-1": true}, nil, false, o)).To(Equal([]dbv1.MemberStatus{
+		{Name: "db-0"}, {Name: "db-1", Healthy: true}, {Name: "db-2"},
+	}))
+}
