@@ -3,7 +3,8 @@
 #
 #   tools/bins/build.sh etcd <etcd-version>                     -> bin/etcd/<v>/{etcd,etcdctl,etcdutl}
 #   tools/bins/build.sh kube-apiserver <k8s-version>            -> bin/k8s/<v>/kube-apiserver
-#   tools/bins/build.sh envtest <k8s-version> <etcd-version>    -> bin/k8s/<v>/{kube-apiserver,etcd}
+#   tools/bins/build.sh kubectl <k8s-version>                   -> bin/k8s/<v>/kubectl
+#   tools/bins/build.sh envtest <k8s-version> <etcd-version>    -> bin/k8s/<v>/{kube-apiserver,etcd,kubectl}
 #                                                                  (a KUBEBUILDER_ASSETS directory)
 #
 # Each version is built from its own wrapper module, tools/bins/<family>/<version>/ (go.mod and
@@ -22,9 +23,11 @@ export CGO_ENABLED=0
 # GOFLAGS from the environment is respected; the flags below are given on the command line
 # and so take precedence over it (notably -mod=readonly over any -mod in GOFLAGS).
 GO_BUILD_FLAGS=(-mod=readonly -trimpath -buildvcs=false)
+# Only creating a new wrapper module needs to write go.mod/go.sum: force -mod=mod there alone.
+go_modmod() { GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go "$@"; }
 
 usage() {
-	sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -41,7 +44,10 @@ check_version() { # check_version <v>  (vX.Y.Z)
 TMPDIRS=()
 cleanup() { local d; for d in "${TMPDIRS[@]+"${TMPDIRS[@]}"}"; do rm -rf "$d"; done; }
 trap cleanup EXIT
-new_tmp() { mkdir -p "$BIN"; local d; d="$(mktemp -d "$BIN/.tmp.XXXXXX")"; TMPDIRS+=("$d"); printf '%s' "$d"; }
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# new_tmp sets TMP (not printed: a $(...) subshell would lose the TMPDIRS registration).
+new_tmp() { mkdir -p "$BIN"; TMP="$(mktemp -d "$BIN/.tmp.XXXXXX")"; TMPDIRS+=("$TMP"); }
 
 # install_atomic <src-file> <dst-file>: rename into place (never a half-written dst).
 install_atomic() { mkdir -p "$(dirname "$2")"; chmod 0755 "$1"; mv -f "$1" "$2"; }
@@ -67,7 +73,7 @@ etcd_ok() { # etcd_ok <dir> <v>: all three binaries present and reporting versio
 new_etcd_wrapper() { # new_etcd_wrapper <v> <dir>
 	local v=$1 dir=$2 tmp template
 	log "creating wrapper module ${dir#"$ROOT"/} (commit it) ..."
-	tmp="$(new_tmp)"
+	new_tmp; tmp=$TMP
 	mkdir -p "$tmp/etcd"
 	# the main package is the same for every release: copy it from an existing wrapper
 	template="$(printf '%s\n' "$SCRIPT_DIR"/etcd/v*/etcd/main.go | sort -V | tail -n1)"
@@ -80,9 +86,9 @@ new_etcd_wrapper() { # new_etcd_wrapper <v> <dir>
 		go 1.26.0
 	EOF
 	(cd "$tmp" &&
-		go get "go.etcd.io/etcd/server/v3@$v" &&
-		go get -tool "go.etcd.io/etcd/etcdctl/v3@$v" "go.etcd.io/etcd/etcdutl/v3@$v" &&
-		go mod tidy)
+		go_modmod get "go.etcd.io/etcd/server/v3@$v" &&
+		go_modmod get -tool "go.etcd.io/etcd/etcdctl/v3@$v" "go.etcd.io/etcd/etcdutl/v3@$v" &&
+		go_modmod mod tidy)
 	mkdir -p "$(dirname "$dir")"
 	mv "$tmp" "$dir"
 	chmod 0755 "$dir"
@@ -97,7 +103,7 @@ build_etcd() { # build_etcd <v>
 	[[ -f "$mod/go.mod" ]] || new_etcd_wrapper "$v" "$mod"
 	start=$SECONDS
 	log "building etcd $v (etcd, etcdctl, etcdutl) ..."
-	tmp="$(new_tmp)"
+	new_tmp; tmp=$TMP
 	(cd "$mod" && go build "${GO_BUILD_FLAGS[@]}" \
 		-ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-$v" \
 		-o "$tmp/" ./etcd go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3)
@@ -106,22 +112,26 @@ build_etcd() { # build_etcd <v>
 	log "building etcd $v ... done in $(fmt_duration $((SECONDS - start))) -> bin/etcd/$v/"
 }
 
-# --- kube-apiserver --------------------------------------------------------------------------
+# --- kube-apiserver, kubectl ----------------------------------------------------------------
+# Both come from one wrapper module per Kubernetes release: tools/bins/kube-apiserver/<v>/.
 
-apiserver_ok() { # apiserver_ok <file> <v>
-	reports "$1" --version "Kubernetes $2"
+k8s_ok() { # k8s_ok <cmd> <file> <v>
+	case "$1" in
+	kubectl) reports "$2" version --client "Client Version: $3" ;;
+	*) reports "$2" --version "Kubernetes $3" ;;
+	esac
 }
 
-new_apiserver_wrapper() { # new_apiserver_wrapper <v> <dir>
+new_k8s_wrapper() { # new_k8s_wrapper <v> <dir>
 	local v=$1 dir=$2 staging_v="v0.${1#v1.}" tmp gomod
 	log "creating wrapper module ${dir#"$ROOT"/} (commit it) ..."
-	tmp="$(new_tmp)"
+	new_tmp; tmp=$TMP
 	gomod="$(cd "$tmp" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
 	[[ -f "$gomod" ]] || { echo "error: cannot download k8s.io/kubernetes@$v" >&2; exit 1; }
 	{
-		echo "// Wrapper module: builds k8s.io/kubernetes/cmd/kube-apiserver at one pinned release."
-		echo "// k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with"
-		echo "// ./staging paths, which a dependent module cannot see; hence the replaces below."
+		echo "// Wrapper module: builds k8s.io/kubernetes/cmd/{kube-apiserver,kubectl} at one pinned"
+		echo "// release. k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them"
+		echo "// with ./staging paths, which a dependent module cannot see; hence the replaces below."
 		echo "module github.com/gauntlet-dev/gauntlet/tools/bins/kube-apiserver/$v"
 		echo
 		echo "go 1.26.0"
@@ -134,19 +144,21 @@ new_apiserver_wrapper() { # new_apiserver_wrapper <v> <dir>
 			while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_v"; done
 		echo ")"
 	} >"$tmp/go.mod"
-	(cd "$tmp" && go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$v" && go mod tidy)
+	(cd "$tmp" &&
+		go_modmod get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$v" "k8s.io/kubernetes/cmd/kubectl@$v" &&
+		go_modmod mod tidy)
 	mkdir -p "$(dirname "$dir")"
 	mv "$tmp" "$dir"
 	chmod 0755 "$dir"
 }
 
-build_apiserver() { # build_apiserver <v>
-	local v=$1 out="$BIN/k8s/$1/kube-apiserver" mod="$SCRIPT_DIR/kube-apiserver/$1" tmp start major minor ld p
-	if apiserver_ok "$out" "$v"; then
-		log "reusing bin/k8s/$v/kube-apiserver ($v)"
+build_k8s() { # build_k8s <cmd> <v>: cmd is kube-apiserver or kubectl
+	local cmd=$1 v=$2 out="$BIN/k8s/$2/$1" mod="$SCRIPT_DIR/kube-apiserver/$2" tmp start major minor ld p
+	if k8s_ok "$cmd" "$out" "$v"; then
+		log "reusing bin/k8s/$v/$cmd ($v)"
 		return 0
 	fi
-	[[ -f "$mod/go.mod" ]] || new_apiserver_wrapper "$v" "$mod"
+	[[ -f "$mod/go.mod" ]] || new_k8s_wrapper "$v" "$mod"
 	major="${v#v}"
 	minor="${major#*.}"
 	major="${major%%.*}"
@@ -156,13 +168,13 @@ build_apiserver() { # build_apiserver <v>
 		ld+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
 	done
 	start=$SECONDS
-	log "building kube-apiserver $v ..."
-	tmp="$(new_tmp)"
+	log "building $cmd $v ..."
+	new_tmp; tmp=$TMP
 	(cd "$mod" && go build "${GO_BUILD_FLAGS[@]}" -tags providerless -ldflags "$ld" \
-		-o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
-	apiserver_ok "$tmp/kube-apiserver" "$v" || { echo "error: built kube-apiserver does not report $v" >&2; exit 1; }
-	install_atomic "$tmp/kube-apiserver" "$out"
-	log "building kube-apiserver $v ... done in $(fmt_duration $((SECONDS - start))) -> bin/k8s/$v/kube-apiserver"
+		-o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+	k8s_ok "$cmd" "$tmp/$cmd" "$v" || { echo "error: built $cmd does not report $v" >&2; exit 1; }
+	install_atomic "$tmp/$cmd" "$out"
+	log "building $cmd $v ... done in $(fmt_duration $((SECONDS - start))) -> bin/k8s/$v/$cmd"
 }
 
 # --- envtest assets --------------------------------------------------------------------------
@@ -170,11 +182,12 @@ build_apiserver() { # build_apiserver <v>
 assemble_envtest() { # assemble_envtest <k8s-v> <etcd-v>
 	local kv=$1 ev=$2 dir="$BIN/k8s/$1" src="$BIN/etcd/$2/etcd" tmp
 	build_etcd "$ev"
-	build_apiserver "$kv"
+	build_k8s kube-apiserver "$kv"
+	build_k8s kubectl "$kv"
 	if reports "$dir/etcd" --version "etcd Version: ${ev#v}"; then
 		log "reusing bin/k8s/$kv/etcd ($ev)"
 	else
-		tmp="$(new_tmp)"
+		new_tmp; tmp=$TMP
 		ln "$src" "$tmp/etcd" 2>/dev/null || cp "$src" "$tmp/etcd"
 		install_atomic "$tmp/etcd" "$dir/etcd"
 		log "placed bin/etcd/$ev/etcd as bin/k8s/$kv/etcd"
@@ -189,10 +202,10 @@ etcd)
 	check_version "$2"
 	build_etcd "$2"
 	;;
-kube-apiserver)
+kube-apiserver | kubectl)
 	[[ $# -eq 2 ]] || usage
 	check_version "$2"
-	build_apiserver "$2"
+	build_k8s "$1" "$2"
 	;;
 envtest)
 	[[ $# -eq 3 ]] || usage
