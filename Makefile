@@ -24,7 +24,7 @@ GOTESTSUM      := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
 
 # What controller-gen writes; verify-generated fails when it differs from git.
-GENERATED := operator/config/crd operator/config/rbac operator/api/v1alpha1/zz_generated.deepcopy.go
+GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so
 # `go test ./...` stays hermetic.
@@ -45,9 +45,10 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests into operator/config.
-	$(CONTROLLER_GEN) rbac:roleName=gauntlet-operator crd paths="./operator/..." \
+	$(CONTROLLER_GEN) rbac:roleName=gauntlet-operator crd webhook paths="./operator/..." \
 	  output:crd:artifacts:config=operator/config/crd/bases \
-	  output:rbac:artifacts:config=operator/config/rbac
+	  output:rbac:artifacts:config=operator/config/rbac \
+	  output:webhook:artifacts:config=operator/config/webhook
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
