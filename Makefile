@@ -28,10 +28,13 @@ GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so
 # `go test ./...` stays hermetic.
-# The unit tier is every hermetic package; the etcd client's package needs a
-# real etcd binary and runs in test-etcd instead.
+# The unit tier is every hermetic package. The etcd client's package needs a
+# real etcd binary (test-etcd); the certificate manager and the integration
+# suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd
-UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... | grep -v '/operator/internal/etcd$$')
+INT_PKGS  := ./operator/internal/certs ./suites/integration
+UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$')
+ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 ##@ General
 
@@ -78,7 +81,7 @@ build: ## Build the manager binary to bin/manager.
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated build test-unit test-etcd ## Run lint, the generated-files check, the build and every tier that exists.
+test: lint verify-generated build test-unit test-etcd test-int ## Run lint, the generated-files check, the build and every tier that exists.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
@@ -89,6 +92,12 @@ test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and me
 test-etcd: $(GOTESTSUM) etcd-bins ## The etcd member client against a real 3-process etcd on loopback.
 	@mkdir -p $(ARTIFACTS)
 	GAUNTLET_ETCD_BIN=$(ETCD_BIN) $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-etcd.xml -- -count=1 $(ETCD_PKGS)
+
+.PHONY: test-int
+test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook on a real kube-apiserver + etcd (envtest).
+	@mkdir -p $(ARTIFACTS)
+	@echo ">> envtest assets: $${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}"
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks of the unit tier (one reconcile pass on a converged cluster).

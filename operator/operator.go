@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdfake"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
 // The reconciler and what it is built from.
@@ -28,6 +29,10 @@ type (
 	MetricsRecorder = metrics.Recorder
 	// ForeignChildError reports a child controlled by someone else.
 	ForeignChildError = controller.ForeignChildError
+	// SetupOptions tune Reconciler.SetupWithManager.
+	SetupOptions = controller.SetupOptions
+	// WebhookValidator is the DatabaseCluster admission validator.
+	WebhookValidator = webhook.Validator
 )
 
 // etcd membership.
@@ -69,6 +74,10 @@ var (
 	StatefulSetReadinessChanged = controller.StatefulSetReadinessChanged
 	// Quorum is the majority of a number of voting members.
 	Quorum = etcd.Quorum
+	// SetupWebhookWithManager serves the validating webhook from a manager.
+	SetupWebhookWithManager = webhook.SetupWithManager
+	// ControllerName is the controller's name in metrics and logs.
+	ControllerName = controller.ControllerName
 
 	// Names and URLs of a cluster's children and members.
 	StatefulSetName     = builders.StatefulSetName

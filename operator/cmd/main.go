@@ -2,14 +2,17 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,12 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+	dbwebhook "github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
 type options struct {
@@ -32,7 +38,20 @@ type options struct {
 	leaderElectionNamespace string
 	maxConcurrentReconciles int
 	clusterDomain           string
+	webhooks                webhookOptions
 	zap                     zap.Options
+}
+
+// webhookOptions configure the validating webhook and its self-managed
+// certificate (no cert-manager: the operator creates, rotates and injects it).
+type webhookOptions struct {
+	enabled           bool
+	port              int
+	certDir           string
+	serviceName       string
+	secretName        string
+	configurationName string
+	namespace         string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -44,9 +63,22 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the manager's namespace.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 1, "How many DatabaseClusters are reconciled in parallel (1..64).")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", builders.DefaultClusterDomain, "DNS suffix of Services in this cluster, used in member peer and client URLs.")
+	fs.BoolVar(&o.webhooks.enabled, "enable-webhooks", true, "Serve the validating webhook (with a self-managed certificate).")
+	fs.IntVar(&o.webhooks.port, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.StringVar(&o.webhooks.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Writable directory where the webhook's tls.crt and tls.key are kept.")
+	fs.StringVar(&o.webhooks.serviceName, "webhook-service-name", "gauntlet-webhook-service", "Service that fronts the webhook server; the certificate is issued for its DNS names.")
+	fs.StringVar(&o.webhooks.secretName, "webhook-secret-name", "gauntlet-webhook-server-cert", "Secret holding the webhook's CA and certificate, shared by every replica.")
+	fs.StringVar(&o.webhooks.configurationName, "webhook-configuration-name", "gauntlet-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps current.")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	o.webhooks.namespace = os.Getenv("POD_NAMESPACE")
+	if o.webhooks.enabled && o.webhooks.namespace == "" {
+		return o, fmt.Errorf("POD_NAMESPACE must be set (from the downward API) when webhooks are enabled; pass --enable-webhooks=false to run without them")
+	}
+	if o.webhooks.port < 1 || o.webhooks.port > 65535 {
+		return o, fmt.Errorf("--webhook-port must be between 1 and 65535, got %d", o.webhooks.port)
 	}
 	if o.maxConcurrentReconciles < 1 || o.maxConcurrentReconciles > 64 {
 		return o, fmt.Errorf("--max-concurrent-reconciles must be between 1 and 64, got %d", o.maxConcurrentReconciles)
@@ -71,6 +103,7 @@ func main() {
 }
 
 func run(o options) error {
+	ctx := ctrl.SetupSignalHandler()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -81,8 +114,10 @@ func run(o options) error {
 
 	// Only member pods are cached: the operator has no business with others.
 	managed := labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagerName})
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certDir}),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -107,7 +142,7 @@ func run(o options) error {
 		Metrics:  metrics.NewRecorder(ctrlmetrics.Registry),
 		Builders: builders.Options{ClusterDomain: o.clusterDomain},
 	}
-	if err := r.SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+	if err := r.SetupWithManager(mgr, controller.SetupOptions{MaxConcurrentReconciles: o.maxConcurrentReconciles}); err != nil {
 		return fmt.Errorf("setting up the DatabaseCluster controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -116,6 +151,43 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if o.webhooks.enabled {
+		if err := setupWebhooks(ctx, mgr, cfg, scheme, o.webhooks); err != nil {
+			return err
+		}
+	}
 	ctrl.Log.Info("starting manager", "maxConcurrentReconciles", o.maxConcurrentReconciles, "leaderElect", o.leaderElect)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
+}
+
+// setupWebhooks obtains the webhook certificate before the webhook server
+// starts (it needs the files), keeps it rotated, and serves the validator.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, o webhookOptions) error {
+	// A direct client: the certificate code must not cache every Secret.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	cm, err := certs.New(direct, certs.Options{
+		Namespace:             o.namespace,
+		SecretName:            o.secretName,
+		ServiceName:           o.serviceName,
+		CertDir:               o.certDir,
+		WebhookConfigurations: []string{o.configurationName},
+	})
+	if err != nil {
+		return fmt.Errorf("webhook certificates: %w", err)
+	}
+	start := time.Now()
+	if err := cm.Ensure(ctx); err != nil {
+		return fmt.Errorf("webhook certificates: %w", err)
+	}
+	ctrl.Log.Info("webhook certificate ready", "secret", o.secretName, "took", time.Since(start).Round(time.Millisecond))
+	if err := mgr.Add(cm); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook-certs", cm.Checker); err != nil {
+		return err
+	}
+	return dbwebhook.SetupWithManager(mgr)
 }

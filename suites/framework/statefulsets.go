@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -72,14 +73,16 @@ func (s *StatefulSetSimulator) Step(ctx context.Context) (changed bool, err erro
 	if err := s.Client.List(ctx, sets, opts...); err != nil {
 		return false, fmt.Errorf("simulator: listing StatefulSets: %w", err)
 	}
+	// One StatefulSet's trouble must not starve the others.
+	var errs []error
 	for i := range sets.Items {
 		c, err := s.stepOne(ctx, &sets.Items[i])
 		if err != nil {
-			return changed, err
+			errs = append(errs, err)
 		}
 		changed = changed || c
 	}
-	return changed, nil
+	return changed, errors.Join(errs...)
 }
 
 // Settle runs Step until it writes nothing, at most maxSteps times.
@@ -145,7 +148,10 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 			continue
 		}
 		p := newPod(sts, ord, updateRev)
-		if err := s.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := s.Client.Create(ctx, p); {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			return changed, nil // as the real controller: nothing to do in a dying namespace
+		case err != nil && !apierrors.IsAlreadyExists(err):
 			return changed, fmt.Errorf("simulator: creating pod %s: %w", p.Name, err)
 		}
 		pods[ord] = p
@@ -219,6 +225,15 @@ func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
 	labels[appsv1.StatefulSetPodNameLabel] = name
 	spec := *sts.Spec.Template.Spec.DeepCopy()
 	spec.Hostname, spec.Subdomain = name, sts.Spec.ServiceName
+	// Each claim template becomes a volume backed by the pod's own claim.
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{
+			Name: t.Name,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: ClaimName(t.Name, name),
+			}},
+		})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: sts.Namespace, Labels: labels,
@@ -231,6 +246,10 @@ func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
 		Spec: spec,
 	}
 }
+
+// ClaimName is the name the StatefulSet controller gives the claim of a
+// template for one pod.
+func ClaimName(template, pod string) string { return template + "-" + pod }
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

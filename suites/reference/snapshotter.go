@@ -16,6 +16,7 @@ import (
 type FakeSnapshotter struct {
 	mu         sync.Mutex
 	err        error
+	errFor     map[string]error
 	inProgress int
 	calls      int
 	now        func() time.Time
@@ -29,6 +30,17 @@ func (f *FakeSnapshotter) FailWith(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.err = err
+}
+
+// FailFor makes calls for the named cluster fail with err (nil succeeds
+// again), for a snapshotter shared by many clusters.
+func (f *FakeSnapshotter) FailFor(name string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.errFor == nil {
+		f.errFor = map[string]error{}
+	}
+	f.errFor[name] = err
 }
 
 // InProgressFor makes the next n calls report the snapshot still running.
@@ -52,6 +64,9 @@ func (f *FakeSnapshotter) FinalSnapshot(_ context.Context, c *dbv1.DatabaseClust
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
+	}
+	if err := f.errFor[c.Name]; err != nil {
+		return nil, err
 	}
 	if f.inProgress > 0 {
 		f.inProgress--

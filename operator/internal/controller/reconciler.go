@@ -154,16 +154,42 @@ func outcome(res ctrl.Result, err error) string {
 	}
 }
 
+// SetupOptions tune SetupWithManager; the zero value is the production setup.
+type SetupOptions struct {
+	// MaxConcurrentReconciles is how many clusters are reconciled at once (1 when zero).
+	MaxConcurrentReconciles int
+	// Name of the controller in logs and metrics; ControllerName when empty.
+	Name string
+	// StatefulSetPredicate filters owned StatefulSet events;
+	// StatefulSetReadinessChanged when nil. Tests swap it to measure others.
+	StatefulSetPredicate predicate.Predicate
+	// Filter, when set, must pass for every event of every watch, for
+	// example to confine a controller to some namespaces.
+	Filter predicate.Predicate
+}
+
 // SetupWithManager registers the controller: it watches DatabaseClusters (spec
 // changes and deletion), and the children it owns.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, o SetupOptions) error {
+	if o.Name == "" {
+		o.Name = ControllerName
+	}
+	if o.StatefulSetPredicate == nil {
+		o.StatefulSetPredicate = StatefulSetReadinessChanged()
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = 1
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(o.Name).
 		For(&dbv1.DatabaseCluster{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, DeletionStarted()))).
-		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(StatefulSetReadinessChanged())).
+		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(o.StatefulSetPredicate)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+	if o.Filter != nil {
+		b = b.WithEventFilter(o.Filter)
+	}
+	return b.Complete(r)
 }

@@ -1,0 +1,98 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Scrape fetches a Prometheus text endpoint over HTTP and parses it with
+// expfmt, as Prometheus would.
+func Scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("scraping %s: HTTP %d: %s", url, resp.StatusCode, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics from %s: %w", url, err)
+	}
+	return families, nil
+}
+
+// Sample returns the value of one series of a scraped family: a counter or
+// gauge value, or a histogram's sample count; found is false when the series
+// is absent.
+func Sample(families map[string]*dto.MetricFamily, name string, labels map[string]string) (value float64, found bool) {
+	mf, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		if !labelsEqual(m.GetLabel(), labels) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// SumSamples adds every series of a family whose labels include match.
+func SumSamples(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
+	mf, ok := families[name]
+	if !ok {
+		return 0
+	}
+	total := 0.0
+	for _, m := range mf.GetMetric() {
+		if !labelsInclude(m.GetLabel(), match) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			total += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			total += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return total
+}
+
+func labelsInclude(pairs []*dto.LabelPair, match map[string]string) bool {
+	found := 0
+	for _, p := range pairs {
+		if v, ok := match[p.GetName()]; ok {
+			if v != p.GetValue() {
+				return false
+			}
+			found++
+		}
+	}
+	return found == len(match)
+}

@@ -1,0 +1,55 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Condition is polled by Poll: it reports whether it holds, and what it saw
+// (printed if the wait times out). An error ends the wait at once.
+type Condition func(ctx context.Context) (done bool, observed string, err error)
+
+// Poll waits until cond holds or ctx ends, checking every interval. On timeout
+// the error names what it waited for and the last thing it saw.
+func Poll(ctx context.Context, what string, interval time.Duration, cond Condition) error {
+	last := "nothing observed yet"
+	start := time.Now()
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		done, observed, err := cond(ctx)
+		if observed != "" {
+			last = observed
+		}
+		return done, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: gave up after %s: %w; last observed:\n%s", what, time.Since(start).Round(time.Millisecond), err, last)
+	}
+	return nil
+}
+
+// PollFor is Poll with its own deadline.
+func PollFor(ctx context.Context, what string, timeout, interval time.Duration, cond Condition) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return Poll(ctx, what, interval, cond)
+}
+
+// RunEvery runs step every interval until ctx ends, reporting errors to
+// onErr; it drives simulators alongside a live manager.
+func RunEvery(ctx context.Context, interval time.Duration, step EnvStep, onErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := step(ctx); err != nil && ctx.Err() == nil {
+				onErr(err)
+			}
+		}
+	}
+}
