@@ -37,6 +37,31 @@ type StatefulSetSimulator struct {
 
 	mu       sync.Mutex
 	notReady map[string]bool // namespace/pod
+	paused   map[string]bool // namespaces
+}
+
+// Pause stops the simulator from acting in a namespace, for tests that write
+// StatefulSet status themselves; Resume undoes it.
+func (s *StatefulSetSimulator) Pause(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused == nil {
+		s.paused = map[string]bool{}
+	}
+	s.paused[namespace] = true
+}
+
+// Resume lets the simulator act in a namespace again.
+func (s *StatefulSetSimulator) Resume(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.paused, namespace)
+}
+
+func (s *StatefulSetSimulator) isPaused(namespace string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused[namespace]
 }
 
 // SetReady makes the named pods (namespace/name) become ready on the next
@@ -106,7 +131,7 @@ func Revision(sts *appsv1.StatefulSet) string {
 }
 
 func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.StatefulSet) (bool, error) {
-	if !sts.DeletionTimestamp.IsZero() {
+	if !sts.DeletionTimestamp.IsZero() || s.isPaused(sts.Namespace) {
 		return false, nil
 	}
 	pods, err := s.podsOf(ctx, sts)

@@ -19,7 +19,7 @@ func Poll(ctx context.Context, what string, interval time.Duration, cond Conditi
 	start := time.Now()
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		done, observed, err := cond(ctx)
-		if observed != "" {
+		if observed != "" && ctx.Err() == nil { // what fails because time ran out says nothing
 			last = observed
 		}
 		return done, err

@@ -78,6 +78,7 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(pvc.Namespace).To(BeNil())
 	g.Expect(pvc.Kind).To(BeNil())
 	g.Expect(*pvc.Spec.StorageClassName).To(Equal("fast"))
+	g.Expect(*pvc.Spec.VolumeMode).To(Equal(corev1.PersistentVolumeFilesystem), "defaulted by the server inside an atomic list")
 	size := (*pvc.Spec.Resources.Requests)[corev1.ResourceStorage]
 	g.Expect(size.String()).To(Equal("2Gi"))
 

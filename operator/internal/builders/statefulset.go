@@ -155,8 +155,11 @@ func probe(path string, period, timeout, failures int32) *corev1ac.ProbeApplyCon
 }
 
 func volumeClaimTemplate(c *dbv1.DatabaseCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	// volumeClaimTemplates is an atomic list: every field the API server
+	// defaults in it counts as ours, so defaulted fields are set explicitly.
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
+		WithVolumeMode(corev1.PersistentVolumeFilesystem).
 		WithResources(corev1ac.VolumeResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.Storage.Size}))
 	if c.Spec.Storage.StorageClassName != nil {

@@ -66,9 +66,10 @@ func applyChild[T client.Object, A runtime.ApplyConfiguration](
 }
 
 // sameConfiguration compares two apply configurations as the API would see
-// them: as JSON, without status (written by other controllers through the
-// status subresource) and without empty values, which serialise the same as
-// absent ones (an empty resources block, an empty claim-template status).
+// them: as JSON, without any status (the object's own is written by other
+// controllers through the status subresource; a claim template's is
+// defaulted by the API server inside an atomic list) and without empty
+// values, which serialise the same as absent ones.
 func sameConfiguration(a, b any) (bool, error) {
 	na, err := normalized(a)
 	if err != nil {
@@ -90,14 +91,14 @@ func normalized(v any) (any, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
-	delete(m, "status")
 	return prune(m), nil
 }
 
-// prune drops nulls, empty maps and empty lists, recursively.
+// prune drops status, nulls, empty maps and empty lists, recursively.
 func prune(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
+		delete(t, "status")
 		for k, child := range t {
 			if p := prune(child); isEmpty(p) {
 				delete(t, k)
