@@ -99,6 +99,11 @@ test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook
 	@echo ">> envtest assets: $${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}"
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
 
+N ?= 1000
+.PHONY: bench-int
+bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): N clusters at once, e.g. make bench-int N=1000.
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v -args -n=$(N) -manager=$(BIN)/manager
+
 .PHONY: bench
 bench: ## Run the Go benchmarks of the unit tier (one reconcile pass on a converged cluster).
 	go test -run '^$$' -bench . -benchmem ./suites/unit/...

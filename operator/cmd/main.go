@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,12 +33,16 @@ import (
 )
 
 type options struct {
+	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	maxConcurrentReconciles int
 	clusterDomain           string
+	memberAPI               bool
+	qps                     float64
+	burst                   int
 	webhooks                webhookOptions
 	zap                     zap.Options
 }
@@ -57,12 +62,16 @@ type webhookOptions struct {
 func parseFlags(args []string) (options, error) {
 	o := options{zap: zap.Options{Development: false}}
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses $KUBECONFIG, then the in-cluster config.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica of the manager reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the manager's namespace.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 1, "How many DatabaseClusters are reconciled in parallel (1..64).")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", builders.DefaultClusterDomain, "DNS suffix of Services in this cluster, used in member peer and client URLs.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Sustained queries per second to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	fs.BoolVar(&o.memberAPI, "etcd-member-api", true, "Read member health from etcd's own API; false infers it from pod readiness alone (for simulated pods, as in the envtest benchmark).")
 	fs.BoolVar(&o.webhooks.enabled, "enable-webhooks", true, "Serve the validating webhook (with a self-managed certificate).")
 	fs.IntVar(&o.webhooks.port, "webhook-port", 9443, "Port the webhook server listens on.")
 	fs.StringVar(&o.webhooks.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Writable directory where the webhook's tls.crt and tls.key are kept.")
@@ -82,6 +91,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.maxConcurrentReconciles < 1 || o.maxConcurrentReconciles > 64 {
 		return o, fmt.Errorf("--max-concurrent-reconciles must be between 1 and 64, got %d", o.maxConcurrentReconciles)
+	}
+	if o.qps <= 0 || o.burst < 1 {
+		return o, fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %v and %d", o.qps, o.burst)
 	}
 	if o.clusterDomain == "" {
 		return o, fmt.Errorf("--cluster-domain must not be empty")
@@ -114,7 +126,11 @@ func run(o options) error {
 
 	// Only member pods are cached: the operator has no business with others.
 	managed := labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagerName})
-	cfg := ctrl.GetConfigOrDie()
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certDir}),
@@ -137,10 +153,12 @@ func run(o options) error {
 	// deletionPolicy Delete works.
 	r := &controller.Reconciler{
 		Client:   mgr.GetClient(),
-		Dialer:   etcd.NewDialer(etcd.DialerOptions{}),
 		Events:   mgr.GetEventRecorder(controller.FieldOwner),
 		Metrics:  metrics.NewRecorder(ctrlmetrics.Registry),
 		Builders: builders.Options{ClusterDomain: o.clusterDomain},
+	}
+	if o.memberAPI {
+		r.Dialer = etcd.NewDialer(etcd.DialerOptions{})
 	}
 	if err := r.SetupWithManager(mgr, controller.SetupOptions{MaxConcurrentReconciles: o.maxConcurrentReconciles}); err != nil {
 		return fmt.Errorf("setting up the DatabaseCluster controller: %w", err)
@@ -158,6 +176,17 @@ func run(o options) error {
 	}
 	ctrl.Log.Info("starting manager", "maxConcurrentReconciles", o.maxConcurrentReconciles, "leaderElect", o.leaderElect)
 	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
 }
 
 // setupWebhooks obtains the webhook certificate before the webhook server

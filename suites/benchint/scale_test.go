@@ -1,0 +1,261 @@
+//go:build bench
+
+// Package benchint measures the reference operator at scale on envtest: the
+// manager binary runs as its own process (so its memory and API writes are
+// its own), the harness simulates StatefulSets and pods, and N
+// DatabaseClusters are created at once. Run it with `make bench-int N=1000`.
+package benchint
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/reference"
+)
+
+var (
+	n           = flag.Int("n", 100, "number of DatabaseClusters")
+	concurrency = flag.Int("max-concurrent-reconciles", 4, "the manager's --max-concurrent-reconciles")
+	manager     = flag.String("manager", "", "path of the manager binary (bin/manager)")
+	timeout     = flag.Duration("converge-timeout", 20*time.Minute, "how long to wait for every cluster to converge")
+)
+
+func TestScale(t *testing.T) {
+	ctx := t.Context()
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := framework.StartEnvtest(framework.EnvtestOptions{
+		Scheme:   scheme,
+		CRDPaths: []string{framework.CRDPath("operator/config/crd/bases")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+
+	// The manager, as a process of its own.
+	kubeconfig := writeKubeconfig(t, env)
+	metricsAddr := freeAddr(t)
+	bin := *manager
+	if bin == "" {
+		bin = framework.CRDPath("bin/manager")
+	}
+	logPath := filepath.Join(t.TempDir(), "manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin,
+		"--kubeconfig="+kubeconfig,
+		"--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address=0",
+		"--enable-webhooks=false",
+		"--etcd-member-api=false",
+		"--zap-log-level=error",
+		fmt.Sprintf("--max-concurrent-reconciles=%d", *concurrency),
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	metricsURL := "http://" + metricsAddr + "/metrics"
+	if err := framework.PollFor(ctx, "the manager's metrics endpoint", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		_, err := framework.Scrape(ctx, metricsURL)
+		return err == nil, fmt.Sprint(err), nil
+	}); err != nil {
+		t.Fatalf("%v\nmanager log:\n%s", err, tail(logPath))
+	}
+
+	// The simulated StatefulSet controller and kubelets.
+	sim := &framework.StatefulSetSimulator{Client: env.Client}
+	simCtx, stopSim := context.WithCancel(ctx)
+	defer stopSim()
+	go framework.RunEvery(simCtx, 200*time.Millisecond, sim.Step, func(err error) { t.Logf("simulator: %v", err) })
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("creating %d DatabaseClusters (--max-concurrent-reconciles=%d)\n", *n, *concurrency)
+	start := time.Now()
+	for i := range *n {
+		if err := env.Client.Create(ctx, reference.NewCluster("bench", fmt.Sprintf("db-%04d", i)).WithoutUID().Build()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Printf("created in %s; waiting for every cluster to converge\n", time.Since(start).Round(time.Millisecond))
+	lastReport := time.Now()
+	err = framework.PollFor(ctx, "every cluster converged", *timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+		list := &dbv1.DatabaseClusterList{}
+		if err := env.Client.List(ctx, list, client.InNamespace("bench")); err != nil {
+			return false, err.Error(), nil
+		}
+		done := 0
+		for i := range list.Items {
+			if converged(&list.Items[i]) {
+				done++
+			}
+		}
+		if time.Since(lastReport) > 10*time.Second {
+			fmt.Printf("  %s: %d/%d converged\n", time.Since(start).Round(time.Second), done, *n)
+			lastReport = time.Now()
+		}
+		return done == *n, fmt.Sprintf("%d/%d converged", done, *n), nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("%v\nmanager log:\n%s", err, tail(logPath))
+	}
+	stopSim()
+
+	families, err := framework.Scrape(ctx, metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconciles := framework.SumSamples(families, "controller_runtime_reconcile_total", map[string]string{"controller": operator.ControllerName})
+	writes := 0.0
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		writes += framework.SumSamples(families, "rest_client_requests_total", map[string]string{"method": m})
+	}
+	p50, p99 := quantile(families[operator.MetricReconcileDuration], 0.50), quantile(families[operator.MetricReconcileDuration], 0.99)
+	peak := peakRSS(cmd.Process.Pid)
+	panics := framework.SumSamples(families, "controller_runtime_reconcile_panics_total", nil)
+
+	fmt.Printf("\nbench-int: N=%d DatabaseClusters, --max-concurrent-reconciles=%d, envtest %s\n", *n, *concurrency, os.Getenv("KUBEBUILDER_ASSETS"))
+	fmt.Printf("  time until all converged   %s\n", elapsed.Round(time.Millisecond))
+	fmt.Printf("  reconciles per cluster     %.2f (%.0f total)\n", reconciles/float64(*n), reconciles)
+	fmt.Printf("  API writes per cluster     %.2f (%.0f POST/PUT/PATCH/DELETE by the manager)\n", writes/float64(*n), writes)
+	fmt.Printf("  reconcile time p50 / p99   %s / %s (from %s)\n", fmtSeconds(p50), fmtSeconds(p99), operator.MetricReconcileDuration)
+	fmt.Printf("  manager peak memory (RSS)  %.1f MiB\n", float64(peak)/(1<<20))
+	fmt.Printf("  reconcile panics           %.0f\n", panics)
+	if panics != 0 {
+		t.Fatalf("the manager panicked %v times", panics)
+	}
+}
+
+func converged(c *dbv1.DatabaseCluster) bool {
+	ok, _ := framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy).Match(c)
+	prog, _ := framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled).Match(c)
+	return ok && prog && c.Status.ReadyReplicas == 3 && c.Status.ObservedGeneration == c.Generation
+}
+
+var _ = appsv1.StatefulSet{}
+
+// quantile estimates a quantile from a histogram's cumulative buckets,
+// interpolating linearly inside a bucket, as PromQL's histogram_quantile does.
+func quantile(mf *dto.MetricFamily, q float64) float64 {
+	if mf == nil {
+		return math.NaN()
+	}
+	type bucket struct{ le, count float64 }
+	merged := map[float64]float64{}
+	total := 0.0
+	for _, m := range mf.GetMetric() {
+		h := m.GetHistogram()
+		total += float64(h.GetSampleCount())
+		for _, b := range h.GetBucket() {
+			merged[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+	}
+	buckets := make([]bucket, 0, len(merged))
+	for le, c := range merged {
+		buckets = append(buckets, bucket{le, c})
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
+	rank := q * total
+	prevLe, prevCount := 0.0, 0.0
+	for _, b := range buckets {
+		if b.count >= rank {
+			if b.count == prevCount {
+				return b.le
+			}
+			return prevLe + (b.le-prevLe)*(rank-prevCount)/(b.count-prevCount)
+		}
+		prevLe, prevCount = b.le, b.count
+	}
+	return math.Inf(1)
+}
+
+func fmtSeconds(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return fmt.Sprint(s)
+	}
+	return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond).String()
+}
+
+// peakRSS reads the kernel's high-water mark of a process's resident memory.
+func peakRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return -1
+}
+
+func writeKubeconfig(t *testing.T, env *framework.Envtest) string {
+	t.Helper()
+	cfg := env.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+func tail(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
