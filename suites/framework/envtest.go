@@ -65,6 +65,9 @@ func StartEnvtest(o EnvtestOptions) (*Envtest, error) {
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: o.WebhookPaths},
 	}
+	// envtest's default Service range is a /24: 254 ClusterIPs, too few for
+	// scale tests that create a Service or two per object.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	start := time.Now()
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,514 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// World is one run's API, shared by the world steps, perturbations and
+// invariants. Writes through Client wake the controller through the
+// target's watches, as writes to a real API server would.
+type World struct {
+	// Client writes with events; use it for everything the world does.
+	Client client.Client
+	// API is the underlying fake API (no events): for reads in invariants.
+	API client.WithWatch
+}
+
+// Options bound a run.
+type Options struct {
+	// Config shapes generated schedules.
+	Config Config
+	// SettlePasses bounds liveness: once the faults stop, the system must
+	// settle within this many rounds (30 by default).
+	SettlePasses int
+}
+
+func (o Options) settlePasses() int {
+	if o.SettlePasses == 0 {
+		return 30
+	}
+	return o.SettlePasses
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Invariant string
+	Kind      InvariantKind
+	// Step is the index of the action after which it broke; -1 while settling.
+	Step int
+	Err  error
+}
+
+func (v *Violation) Error() string {
+	where := fmt.Sprintf("after step %d", v.Step)
+	if v.Step < 0 {
+		where = "once the faults stopped"
+	}
+	return fmt.Sprintf("%s invariant %q broken %s: %v", v.Kind, v.Invariant, where, v.Err)
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Schedule  Schedule
+	Trace     []string
+	Violation *Violation
+	// End is the normalised end state (kind/name -> YAML).
+	End map[string]string
+	// Perturbations names the target's perturbations, for Describe.
+	Perturbations []string
+}
+
+type requestKey = client.ObjectKey
+
+type runner struct {
+	target  Target
+	hooks   *Hooks
+	world   *World
+	fake    client.WithWatch
+	queue   []requestKey
+	queued  map[requestKey]bool
+	timers  map[requestKey]bool
+	rec     reconcile.Reconciler
+	proxy   *switchClient
+	history []client.Reader
+	deleted []client.Object
+	events  int
+	errs    []error
+	trace   []string
+}
+
+func (r *runner) onChange(ch change) {
+	r.events++
+	if ch.new == nil && ch.old != nil {
+		r.deleted = append(r.deleted, ch.old)
+	}
+	keys, err := eventsFor(r.target.Scheme, r.target.Watches, ch)
+	if err != nil {
+		r.errs = append(r.errs, err)
+		return
+	}
+	for _, k := range keys {
+		r.enqueue(k)
+	}
+}
+
+func (r *runner) enqueue(k requestKey) {
+	if r.queued[k] {
+		return // coalesced, as a workqueue does
+	}
+	r.queued[k] = true
+	r.queue = append(r.queue, k)
+}
+
+func (r *runner) pop() (requestKey, bool) {
+	if len(r.queue) == 0 {
+		return requestKey{}, false
+	}
+	k := r.queue[0]
+	r.queue = r.queue[1:]
+	delete(r.queued, k)
+	return k, true
+}
+
+func (r *runner) logf(format string, args ...any) {
+	r.trace = append(r.trace, fmt.Sprintf(format, args...))
+}
+
+// Run executes a schedule against a target and checks its invariants.
+func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
+	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]bool{}}
+	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{StatusSubresources: t.StatusSubresources})
+	r.world = &World{Client: &eventingClient{Client: r.fake, emit: r.onChange}, API: r.fake}
+	hooks, err := t.Setup(ctx, r.world)
+	if err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
+	}
+	r.hooks = hooks
+	res := &Result{Schedule: s}
+	for _, p := range hooks.Perturbations {
+		res.Perturbations = append(res.Perturbations, p.Name)
+	}
+	if err := r.resync(ctx); err != nil {
+		return nil, err
+	}
+
+	for i, a := range s.Actions {
+		v, err := r.step(ctx, i, a)
+		if err != nil {
+			return nil, fmt.Errorf("step %d (%s): %w", i, a.Kind, err)
+		}
+		if v != nil {
+			res.Violation, res.Trace = v, r.trace
+			return res, nil
+		}
+	}
+
+	// The faults stop. Heal the environment, resync once (recovering any
+	// dropped event), then the system must settle on events alone.
+	r.logf("-- faults stop: heal, resync, settle within %d rounds", o.settlePasses())
+	if hooks.Heal != nil {
+		if err := hooks.Heal(ctx); err != nil {
+			return nil, fmt.Errorf("healing: %w", err)
+		}
+	}
+	if err := r.resync(ctx); err != nil {
+		return nil, err
+	}
+	settled := false
+	var lastRound []string
+	for round := 0; round < o.settlePasses() && !settled; round++ {
+		before := r.events
+		var roundLog []string
+		for n := len(r.queue); n > 0; n-- {
+			v, err := r.step(ctx, -1, Action{Kind: Reconcile})
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				res.Violation, res.Trace = v, r.trace
+				return res, nil
+			}
+			roundLog = append(roundLog, r.trace[len(r.trace)-1])
+		}
+		v, err := r.step(ctx, -1, Action{Kind: WorldStep})
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			res.Violation, res.Trace = v, r.trace
+			return res, nil
+		}
+		settled = r.events == before && len(r.queue) == 0
+		lastRound = roundLog
+	}
+	if !settled {
+		res.Violation = &Violation{Invariant: "settles", Kind: Liveness, Step: -1,
+			Err: fmt.Errorf("still changing after %d rounds; last round:\n  %s", o.settlePasses(), strings.Join(lastRound, "\n  "))}
+	} else if hooks.Converged != nil {
+		if err := hooks.Converged(ctx); err != nil {
+			res.Violation = &Violation{Invariant: "converges to the spec", Kind: Liveness, Step: -1, Err: err}
+		}
+	}
+	end, err := r.snapshot(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	res.End, res.Trace = end, r.trace
+	if len(r.errs) > 0 {
+		return res, errors.Join(r.errs...)
+	}
+	return res, nil
+}
+
+func (r *runner) resync(ctx context.Context) error {
+	roots, err := r.hooks.Roots(ctx)
+	if err != nil {
+		return fmt.Errorf("listing roots: %w", err)
+	}
+	for _, k := range roots {
+		r.enqueue(k.NamespacedName)
+	}
+	for k := range r.timers {
+		r.enqueue(k)
+	}
+	r.timers = map[requestKey]bool{}
+	return nil
+}
+
+// step runs one action and checks the invariants after it.
+func (r *runner) step(ctx context.Context, i int, a Action) (*Violation, error) {
+	before, err := r.snapshot(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.remember(ctx); err != nil {
+		return nil, err
+	}
+	r.deleted = nil
+	if err := r.do(ctx, i, a); err != nil {
+		return nil, err
+	}
+	info := StepInfo{Index: i, Action: a, ByOperator: a.Kind == Reconcile, Before: before, Deleted: r.deleted}
+	for _, inv := range r.hooks.Invariants {
+		if err := inv.Check(ctx, info); err != nil {
+			return &Violation{Invariant: inv.Name, Kind: inv.Kind, Step: i, Err: err}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *runner) do(ctx context.Context, i int, a Action) error {
+	prefix := fmt.Sprintf("%3d ", i)
+	if i < 0 {
+		prefix = "  settle "
+	}
+	switch a.Kind {
+	case Resync:
+		if err := r.resync(ctx); err != nil {
+			return err
+		}
+		r.logf("%sresync: queue %v", prefix, r.queue)
+	case WorldStep:
+		for _, step := range r.hooks.World {
+			if _, err := step(ctx); err != nil {
+				return fmt.Errorf("world step: %w", err)
+			}
+		}
+		r.logf("%sworld", prefix)
+	case Perturb:
+		if len(r.hooks.Perturbations) == 0 {
+			r.logf("%sperturb: the target has none", prefix)
+			return nil
+		}
+		p := r.hooks.Perturbations[a.Perturbation%len(r.hooks.Perturbations)]
+		desc, err := p.Apply(ctx, a.Choice)
+		if err != nil {
+			return fmt.Errorf("perturbation %s: %w", p.Name, err)
+		}
+		r.logf("%sperturb %s: %s", prefix, p.Name, desc)
+	case Reconcile:
+		return r.reconcile(ctx, prefix, a.Fault)
+	}
+	if a.Fault.Kind == DropEvent {
+		if k, ok := r.pop(); ok {
+			r.logf("%s  [fault] dropped the event for %s", prefix, k)
+		}
+	}
+	return nil
+}
+
+func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
+	k, ok := r.pop()
+	if !ok {
+		r.logf("%sreconcile: queue empty", prefix)
+		return nil
+	}
+	// One reconciler lives until it crashes; each pass it sees the API
+	// through this pass's faults.
+	if r.rec == nil {
+		r.proxy = &switchClient{}
+		r.rec = r.hooks.NewReconciler(r.proxy)
+	}
+	fc := &faultyClient{Client: r.world.Client, fault: f, calls: map[string]int{}}
+	if f.Kind == Stale {
+		fc.stale = r.staleView(f.Lag)
+	}
+	r.proxy.Client = fc
+	res, err := r.rec.Reconcile(ctx, reconcile.Request{NamespacedName: k})
+	faultNote := ""
+	if f.Kind != NoFault {
+		faultNote = " [fault: " + f.String() + "]"
+	}
+	switch {
+	case fc.crashed:
+		r.rec = nil // in-memory state lost
+		r.enqueue(k)
+		r.logf("%sreconcile %s%s: crashed after %d write(s)", prefix, k, faultNote, fc.writes)
+	case err != nil:
+		r.enqueue(k) // the workqueue retries errors
+		r.logf("%sreconcile %s%s: error: %v (%d write(s))", prefix, k, faultNote, err, fc.writes)
+	case res.RequeueAfter > 0:
+		r.timers[k] = true
+		r.logf("%sreconcile %s%s: ok, requeue after %s (%d write(s))", prefix, k, faultNote, res.RequeueAfter, fc.writes)
+	default:
+		r.logf("%sreconcile %s%s: ok (%d write(s))", prefix, k, faultNote, fc.writes)
+	}
+	return nil
+}
+
+// switchClient lets one reconciler instance see each pass's faulty client.
+type switchClient struct{ client.Client }
+
+// remember keeps a read-only view of the world before each action, for
+// stale reads.
+func (r *runner) remember(ctx context.Context) error {
+	var objs []client.Object
+	for _, proto := range r.hooks.Kinds {
+		list := proto.DeepCopyObject().(client.ObjectList)
+		if err := r.fake.List(ctx, list); err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			objs = append(objs, it.(client.Object))
+		}
+	}
+	view := &lazyView{scheme: r.target.Scheme, objs: objs, status: r.target.StatusSubresources}
+	r.history = append(r.history, view)
+	if len(r.history) > 8 {
+		r.history = r.history[1:]
+	}
+	return nil
+}
+
+func (r *runner) staleView(lag int) client.Reader {
+	idx := len(r.history) - 1 - lag
+	if idx < 0 {
+		idx = 0
+	}
+	return r.history[idx]
+}
+
+// lazyView builds a fake reader from a snapshot only when it is read.
+type lazyView struct {
+	scheme *runtime.Scheme
+	objs   []client.Object
+	status []client.Object
+	c      client.Reader
+}
+
+func (v *lazyView) reader() client.Reader {
+	if v.c == nil {
+		objs := make([]client.Object, len(v.objs))
+		for i, o := range v.objs {
+			objs[i] = o.DeepCopyObject().(client.Object)
+		}
+		v.c = framework.NewFakeClient(v.scheme, framework.FakeClientOptions{Objects: objs, StatusSubresources: v.status})
+	}
+	return v.c
+}
+
+func (v *lazyView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return v.reader().Get(ctx, key, obj, opts...)
+}
+
+func (v *lazyView) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return v.reader().List(ctx, list, opts...)
+}
+
+// volatile fields differ between runs that reach the same state.
+var volatile = map[string]bool{
+	"resourceVersion": true, "managedFields": true, "creationTimestamp": true, "uid": true,
+	"lastTransitionTime": true, "deletionTimestamp": true, "takenAt": true,
+}
+
+func (r *runner) snapshot(ctx context.Context, normalize bool) (map[string]string, error) {
+	out := map[string]string{}
+	for _, proto := range r.hooks.Kinds {
+		list := proto.DeepCopyObject().(client.ObjectList)
+		if err := r.fake.List(ctx, list); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			obj := it.(client.Object)
+			kind := fmt.Sprintf("%T", obj)
+			if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
+				kind = gvk.Kind
+			}
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			if normalize {
+				var m map[string]any
+				if err := yaml.Unmarshal(data, &m); err != nil {
+					return nil, err
+				}
+				strip(m)
+				if data, err = yaml.Marshal(m); err != nil {
+					return nil, err
+				}
+			}
+			out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = string(data)
+		}
+	}
+	return out, nil
+}
+
+func strip(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if volatile[k] {
+				delete(t, k)
+				continue
+			}
+			strip(child)
+		}
+	case []any:
+		for _, child := range t {
+			strip(child)
+		}
+	}
+}
+
+// RunDifferential runs the schedule, and if no invariant broke, runs its
+// inputs again without faults and compares the end states.
+func RunDifferential(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
+	res, err := Run(ctx, t, s, o)
+	if err != nil || res.Violation != nil || len(s.Faults()) == 0 {
+		return res, err
+	}
+	base, err := Run(ctx, t, s.WithoutFaults(), o)
+	if err != nil {
+		return nil, fmt.Errorf("baseline run: %w", err)
+	}
+	if base.Violation != nil {
+		res.Violation = base.Violation
+		res.Trace = base.Trace
+		return res, nil
+	}
+	if diff := cmp.Diff(base.End, res.End); diff != "" {
+		res.Violation = &Violation{Invariant: "same end state as the fault-free run", Kind: "differential", Step: -1,
+			Err: fmt.Errorf("end states differ (-without faults +with faults):\n%s", diff)}
+	}
+	return res, nil
+}
+
+// Shrink reduces a failing schedule to a minimal set of faults that still
+// breaks the same invariant: it drops faults one at a time while the failure
+// persists, until no single fault can go.
+func Shrink(ctx context.Context, t Target, failing *Result, o Options) (*Result, error) {
+	want := failing.Violation.Invariant
+	kept := failing.Schedule.Faults()
+	best := failing
+	for changed := true; changed; {
+		changed = false
+		for i := 0; i < len(kept); i++ {
+			candidate := append(append([]int(nil), kept[:i]...), kept[i+1:]...)
+			res, err := RunDifferential(ctx, t, failing.Schedule.Keep(candidate), o)
+			if err != nil {
+				return nil, err
+			}
+			if res.Violation != nil && res.Violation.Invariant == want {
+				kept, best, changed = candidate, res, true
+				i--
+			}
+		}
+	}
+	return best, nil
+}
+
+// FormatFailure renders a failure: the seed, the minimal faults, the trace
+// and the replay command.
+func FormatFailure(res *Result, replay string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %v\n", res.Schedule.Seed, res.Violation)
+	faults := res.Schedule.Faults()
+	sort.Ints(faults)
+	fmt.Fprintf(&b, "minimal faults (%d): %v\nschedule:\n%s", len(faults), faults, res.Schedule.Describe(res.Perturbations))
+	fmt.Fprintf(&b, "trace:\n  %s\n", strings.Join(res.Trace, "\n  "))
+	fmt.Fprintf(&b, "replay: %s\n", replay)
+	return b.String()
+}
