@@ -81,7 +81,7 @@ build: ## Build the manager binary to bin/manager.
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated build test-unit test-etcd test-int ## Run lint, the generated-files check, the build and every tier that exists.
+test: lint verify-generated build test-unit test-etcd test-int test-sim ## Run lint, the generated-files check, the build and every tier that exists.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
@@ -99,14 +99,28 @@ test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook
 	@echo ">> envtest assets: $${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}"
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
 
+SIM_PKGS := ./suites/sim/... ./suites/simulation ./suites/examples/...
+SEEDS ?= 5000
+
+.PHONY: test-sim
+test-sim: $(GOTESTSUM) ## Simulation tier: seeded faults and perturbations, invariants, every bug variant caught (< 2 min).
+	@mkdir -p $(ARTIFACTS)
+	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim.xml -- -count=1 -timeout 10m $(SIM_PKGS)
+	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-bugs.xml -- -count=1 -timeout 10m -tags gauntlet_bugs -run TestSimulationFindsEveryBug -v ./suites/simulation
+
+.PHONY: soak-sim
+soak-sim: ## Explore many more seeds on the reference operator: make soak-sim SEEDS=20000.
+	go test ./suites/simulation -run '^TestSimulation$$' -count=1 -timeout 300m -v -args -sim.seeds=$(SEEDS)
+
 N ?= 1000
 .PHONY: bench-int
 bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): N clusters at once, e.g. make bench-int N=1000.
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v -args -n=$(N) -manager=$(BIN)/manager
 
 .PHONY: bench
-bench: ## Run the Go benchmarks of the unit tier (one reconcile pass on a converged cluster).
+bench: ## Run the Go benchmarks: one reconcile pass on a converged cluster; simulated schedules per minute.
 	go test -run '^$$' -bench . -benchmem ./suites/unit/...
+	go test -run '^$$' -bench Schedules -benchtime 300x ./suites/simulation
 
 ##@ Binaries built from Go modules (cached in bin/ by version)
 

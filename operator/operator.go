@@ -33,6 +33,8 @@ type (
 	SetupOptions = controller.SetupOptions
 	// WebhookValidator is the DatabaseCluster admission validator.
 	WebhookValidator = webhook.Validator
+	// Bug names a deliberately buggy variant (simulation tier only).
+	Bug = controller.Bug
 )
 
 // etcd membership.
@@ -51,6 +53,9 @@ type (
 
 // FieldOwner is the server-side-apply field manager of every child.
 const FieldOwner = controller.FieldOwner
+
+// BugsCompiledIn tells whether bug variants can be switched on in this build.
+const BugsCompiledIn = controller.BugsCompiledIn
 
 // Metric names.
 const (
@@ -78,6 +83,10 @@ var (
 	SetupWebhookWithManager = webhook.SetupWithManager
 	// ControllerName is the controller's name in metrics and logs.
 	ControllerName = controller.ControllerName
+	// EnableBug switches a bug variant on (only in -tags gauntlet_bugs builds).
+	EnableBug = controller.EnableBug
+	// AllBugs lists the bug variants.
+	AllBugs = controller.AllBugs
 
 	// Names and URLs of a cluster's children and members.
 	StatefulSetName     = builders.StatefulSetName

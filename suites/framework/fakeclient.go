@@ -3,6 +3,7 @@ package framework
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -18,6 +19,9 @@ type FakeClientOptions struct {
 	StatusSubresources []client.Object
 	// Interceptors wrap every call, for example Faults.Funcs().
 	Interceptors *interceptor.Funcs
+	// RESTMapper, if set, is reused instead of building one from the
+	// scheme (which is the slow part of building a fake client).
+	RESTMapper meta.RESTMapper
 }
 
 // NewFakeClient returns a fake client configured as close to an API server as
@@ -35,6 +39,9 @@ func NewFakeClient(scheme *runtime.Scheme, o FakeClientOptions) client.WithWatch
 		WithStatusSubresource(status...).
 		WithReturnManagedFields().
 		WithObjects(o.Objects...)
+	if o.RESTMapper != nil {
+		b = b.WithRESTMapper(o.RESTMapper)
+	}
 	if o.Interceptors != nil {
 		b = b.WithInterceptorFuncs(*o.Interceptors)
 	}

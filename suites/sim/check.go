@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -27,31 +29,54 @@ type CheckOptions struct {
 }
 
 // Explore runs seeds first, first+1, ... (n of them), each with the
-// differential oracle, and returns the first failure, unshrunk, and how many
-// schedules ran.
+// differential oracle, on every core, and returns the failure of the lowest
+// failing seed (unshrunk) and how many schedules ran.
 func Explore(ctx context.Context, t Target, first uint64, n int, o Options) (*Result, int, error) {
 	cfg := o.Config
 	cfg.Perturbations = perturbationCount(ctx, t)
-	for i := range n {
-		seed := first + uint64(i)
-		res, err := RunDifferential(ctx, t, Generate(seed, cfg), o)
-		if err != nil {
-			return nil, i + 1, fmt.Errorf("seed %d: %w", seed, err)
+	workers := max(1, min(runtime.GOMAXPROCS(0), n))
+	ran := 0
+	for start := 0; start < n; start += workers {
+		batch := min(workers, n-start)
+		results := make([]*Result, batch)
+		errs := make([]error, batch)
+		var wg sync.WaitGroup
+		for i := range batch {
+			wg.Go(func() {
+				seed := first + uint64(start+i)
+				results[i], errs[i] = RunDifferential(ctx, t, Generate(seed, cfg), o)
+				if errs[i] != nil {
+					errs[i] = fmt.Errorf("seed %d: %w", seed, errs[i])
+				}
+			})
 		}
-		if res.Violation != nil {
-			return res, i + 1, nil
+		wg.Wait()
+		ran += batch
+		for i := range batch {
+			if errs[i] != nil {
+				return nil, ran, errs[i]
+			}
+			if results[i].Violation != nil {
+				return results[i], ran, nil
+			}
 		}
 	}
-	return nil, n, nil
+	return nil, ran, nil
 }
 
-// perturbationCount asks a throwaway setup how many perturbations the
-// target offers (the schedule picks among them by index).
+var perturbationCounts sync.Map // target name -> int
+
+// perturbationCount asks a throwaway setup, once per target, how many
+// perturbations it offers (the schedule picks among them by index).
 func perturbationCount(ctx context.Context, t Target) int {
+	if n, ok := perturbationCounts.Load(t.Name); ok {
+		return n.(int)
+	}
 	res, err := Run(ctx, t, Schedule{}, Options{SettlePasses: 1})
 	if err != nil || res == nil {
 		return 0
 	}
+	perturbationCounts.Store(t.Name, len(res.Perturbations))
 	return len(res.Perturbations)
 }
 

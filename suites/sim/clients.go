@@ -28,11 +28,17 @@ type change struct {
 type eventingClient struct {
 	client.Client
 	emit func(change)
+	// current reads the state before a write (the runner's view).
+	current client.Reader
 }
 
 func (c *eventingClient) before(ctx context.Context, obj client.Object) client.Object {
 	old := obj.DeepCopyObject().(client.Object)
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
+	r := c.current
+	if r == nil {
+		r = c.Client
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
 		return nil
 	}
 	return old
@@ -40,9 +46,24 @@ func (c *eventingClient) before(ctx context.Context, obj client.Object) client.O
 
 func (c *eventingClient) after(ctx context.Context, old, obj client.Object) {
 	cur := obj.DeepCopyObject().(client.Object)
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+	// Read from the API itself (the eventing client reads through to the
+	// fake; the runner's view is older than this write).
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 		cur = nil // deleted
 	}
+	c.afterState(old, cur)
+}
+
+// written reports a write whose response filled obj in (create, update,
+// patch): no read is needed to know the new state.
+func (c *eventingClient) written(old, obj client.Object, err error) {
+	if err != nil {
+		return
+	}
+	c.afterState(old, obj.DeepCopyObject().(client.Object))
+}
+
+func (c *eventingClient) afterState(old, cur client.Object) {
 	if old == nil && cur == nil {
 		return
 	}
@@ -54,19 +75,24 @@ func (c *eventingClient) after(ctx context.Context, old, obj client.Object) {
 
 func (c *eventingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	err := c.Client.Create(ctx, obj, opts...)
-	if err == nil {
-		c.after(ctx, nil, obj)
-	}
+	c.written(nil, obj, err)
 	return err
 }
 
 func (c *eventingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	old := c.before(ctx, obj)
 	err := c.Client.Update(ctx, obj, opts...)
-	c.after(ctx, old, obj)
+	if !obj.GetDeletionTimestamp().IsZero() {
+		// Removing the last finalizer deletes the object; only a read says so.
+		c.after(ctx, old, obj)
+		return err
+	}
+	c.written(old, obj, err)
 	return err
 }
 
+// Patch reads the result back: a patch that removes the last finalizer of a
+// deleted object deletes it, which the response does not say.
 func (c *eventingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	old := c.before(ctx, obj)
 	err := c.Client.Patch(ctx, obj, patch, opts...)
@@ -134,14 +160,14 @@ type eventingSubResource struct {
 func (s *eventingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	old := s.parent.before(ctx, obj)
 	err := s.SubResourceClient.Update(ctx, obj, opts...)
-	s.parent.after(ctx, old, obj)
+	s.parent.written(old, obj, err)
 	return err
 }
 
 func (s *eventingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	old := s.parent.before(ctx, obj)
 	err := s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-	s.parent.after(ctx, old, obj)
+	s.parent.written(old, obj, err)
 	return err
 }
 

@@ -4,12 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,10 +31,36 @@ import (
 // invariants. Writes through Client wake the controller through the
 // target's watches, as writes to a real API server would.
 type World struct {
-	// Client writes with events; use it for everything the world does.
+	// Client writes with events and reads the current state from memory
+	// (as an informer cache with no lag would); use it for everything the
+	// world and the invariants do.
 	Client client.Client
-	// API is the underlying fake API (no events): for reads in invariants.
+	// API is the underlying fake API (no events, reads through the fake's
+	// serialisation): for the rare read that must bypass the view.
 	API client.WithWatch
+}
+
+// viewClient reads from the runner's current in-memory view and writes
+// through the eventing client.
+type viewClient struct {
+	client.Client
+	r *runner
+}
+
+func (c *viewClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	v, err := c.r.currentView(ctx)
+	if err != nil {
+		return err
+	}
+	return v.Get(ctx, key, obj, opts...)
+}
+
+func (c *viewClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	v, err := c.r.currentView(ctx)
+	if err != nil {
+		return err
+	}
+	return v.List(ctx, list, opts...)
 }
 
 // Options bound a run.
@@ -81,14 +116,20 @@ type runner struct {
 	fake    client.WithWatch
 	queue   []requestKey
 	queued  map[requestKey]bool
-	timers  map[requestKey]bool
+	timers  map[requestKey]time.Duration
+	now     time.Duration
 	rec     reconcile.Reconciler
 	proxy   *switchClient
-	history []client.Reader
+	history []*memoryReader
 	deleted []client.Object
 	events  int
-	errs    []error
-	trace   []string
+	// reconciled is true when the current action ran a reconcile.
+	reconciled bool
+	// view is the in-memory world as of event count viewAt.
+	view   *memoryReader
+	viewAt int
+	errs   []error
+	trace  []string
 }
 
 func (r *runner) onChange(ch change) {
@@ -130,9 +171,14 @@ func (r *runner) logf(format string, args ...any) {
 
 // Run executes a schedule against a target and checks its invariants.
 func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
-	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]bool{}}
-	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{StatusSubresources: t.StatusSubresources})
-	r.world = &World{Client: &eventingClient{Client: r.fake, emit: r.onChange}, API: r.fake}
+	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]time.Duration{}}
+	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{
+		StatusSubresources: t.StatusSubresources, RESTMapper: restMapperFor(t.Scheme),
+	})
+	r.events = 1 // no view yet
+	view := &viewClient{r: r}
+	view.Client = &eventingClient{Client: r.fake, emit: r.onChange, current: view}
+	r.world = &World{Client: view, API: r.fake}
 	hooks, err := t.Setup(ctx, r.world)
 	if err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
@@ -168,7 +214,10 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 	if err := r.resync(ctx); err != nil {
 		return nil, err
 	}
-	settled := false
+	// Settled means: a round with no event and nothing queued, after every
+	// pending requeue timer has fired once (time fast-forwarded to it), so
+	// that periodic re-checks (member health, say) have had their say.
+	settled, timersFired := false, false
 	var lastRound []string
 	for round := 0; round < o.settlePasses() && !settled; round++ {
 		before := r.events
@@ -192,8 +241,17 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 			res.Violation, res.Trace = v, r.trace
 			return res, nil
 		}
-		settled = r.events == before && len(r.queue) == 0
 		lastRound = roundLog
+		quiet := r.events == before && len(r.queue) == 0
+		switch {
+		case !quiet:
+			timersFired = false
+		case timersFired || len(r.timers) == 0:
+			settled = true
+		default:
+			r.fastForward()
+			timersFired = true
+		}
 	}
 	if !settled {
 		res.Violation = &Violation{Invariant: "settles", Kind: Liveness, Step: -1,
@@ -222,27 +280,57 @@ func (r *runner) resync(ctx context.Context) error {
 	for _, k := range roots {
 		r.enqueue(k.NamespacedName)
 	}
-	for k := range r.timers {
+	return nil
+}
+
+// fastForward jumps simulated time to the latest pending timer and fires
+// them all.
+func (r *runner) fastForward() {
+	for _, at := range r.timers {
+		if at > r.now {
+			r.now = at
+		}
+	}
+	r.now -= time.Second
+	r.tick()
+	r.logf("  settle fast-forward to %s: timers fired, queue %v", r.now, r.queue)
+}
+
+// tick advances simulated time by one world step (a second) and fires the
+// requeue timers that are due, in a stable order.
+func (r *runner) tick() {
+	r.now += time.Second
+	var due []requestKey
+	for k, at := range r.timers {
+		if at <= r.now {
+			due = append(due, k)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].String() < due[j].String() })
+	for _, k := range due {
+		delete(r.timers, k)
 		r.enqueue(k)
 	}
-	r.timers = map[requestKey]bool{}
-	return nil
 }
 
 // step runs one action and checks the invariants after it.
 func (r *runner) step(ctx context.Context, i int, a Action) (*Violation, error) {
-	before, err := r.snapshot(ctx, false)
-	if err != nil {
-		return nil, err
-	}
 	if err := r.remember(ctx); err != nil {
 		return nil, err
 	}
 	r.deleted = nil
+	r.reconciled = false
+	eventsBefore := r.events
 	if err := r.do(ctx, i, a); err != nil {
 		return nil, err
 	}
-	info := StepInfo{Index: i, Action: a, ByOperator: a.Kind == Reconcile, Before: before, Deleted: r.deleted}
+	// State that did not change cannot break an invariant it kept; the
+	// world's own state outside the API (an etcd member failing) changes only
+	// through perturbations and world steps, which are always checked.
+	if r.events == eventsBefore && !r.reconciled && a.Kind == Reconcile {
+		return nil, nil
+	}
+	info := StepInfo{Index: i, Action: a, ByOperator: r.reconciled, Deleted: r.deleted}
 	for _, inv := range r.hooks.Invariants {
 		if err := inv.Check(ctx, info); err != nil {
 			return &Violation{Invariant: inv.Name, Kind: inv.Kind, Step: i, Err: err}, nil
@@ -263,6 +351,7 @@ func (r *runner) do(ctx context.Context, i int, a Action) error {
 		}
 		r.logf("%sresync: queue %v", prefix, r.queue)
 	case WorldStep:
+		r.tick()
 		for _, step := range r.hooks.World {
 			if _, err := step(ctx); err != nil {
 				return fmt.Errorf("world step: %w", err)
@@ -303,10 +392,13 @@ func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
 		r.proxy = &switchClient{}
 		r.rec = r.hooks.NewReconciler(r.proxy)
 	}
+	r.reconciled = true
 	fc := &faultyClient{Client: r.world.Client, fault: f, calls: map[string]int{}}
 	if f.Kind == Stale {
 		fc.stale = r.staleView(f.Lag)
 	}
+	// Without a stale fault the reconciler reads the current view, as it
+	// would read an informer cache that is up to date.
 	r.proxy.Client = fc
 	res, err := r.rec.Reconcile(ctx, reconcile.Request{NamespacedName: k})
 	faultNote := ""
@@ -322,7 +414,9 @@ func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
 		r.enqueue(k) // the workqueue retries errors
 		r.logf("%sreconcile %s%s: error: %v (%d write(s))", prefix, k, faultNote, err, fc.writes)
 	case res.RequeueAfter > 0:
-		r.timers[k] = true
+		if at, ok := r.timers[k]; !ok || r.now+res.RequeueAfter < at {
+			r.timers[k] = r.now + res.RequeueAfter
+		}
 		r.logf("%sreconcile %s%s: ok, requeue after %s (%d write(s))", prefix, k, faultNote, res.RequeueAfter, fc.writes)
 	default:
 		r.logf("%sreconcile %s%s: ok (%d write(s))", prefix, k, faultNote, fc.writes)
@@ -333,32 +427,44 @@ func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
 // switchClient lets one reconciler instance see each pass's faulty client.
 type switchClient struct{ client.Client }
 
-// remember keeps a read-only view of the world before each action, for
-// stale reads.
+// remember keeps the view of the world before each action, for stale reads.
 func (r *runner) remember(ctx context.Context) error {
-	var objs []client.Object
-	for _, proto := range r.hooks.Kinds {
-		list := proto.DeepCopyObject().(client.ObjectList)
-		if err := r.fake.List(ctx, list); err != nil {
-			return err
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			objs = append(objs, it.(client.Object))
-		}
+	v, err := r.currentView(ctx)
+	if err != nil {
+		return err
 	}
-	view := &lazyView{scheme: r.target.Scheme, objs: objs, status: r.target.StatusSubresources}
-	r.history = append(r.history, view)
+	r.history = append(r.history, v)
 	if len(r.history) > 8 {
 		r.history = r.history[1:]
 	}
 	return nil
 }
 
-func (r *runner) staleView(lag int) client.Reader {
+// currentView is the world as it is now, in memory: rebuilt from the API
+// only after a write happened.
+func (r *runner) currentView(ctx context.Context) (*memoryReader, error) {
+	if r.view != nil && r.viewAt == r.events {
+		return r.view, nil
+	}
+	var objs []client.Object
+	for _, proto := range r.hooks.Kinds {
+		list := proto.DeepCopyObject().(client.ObjectList)
+		if err := r.fake.List(ctx, list); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			objs = append(objs, it.(client.Object))
+		}
+	}
+	r.view, r.viewAt = newMemoryReader(r.target.Scheme, objs), r.events
+	return r.view, nil
+}
+
+func (r *runner) staleView(lag int) *memoryReader {
 	idx := len(r.history) - 1 - lag
 	if idx < 0 {
 		idx = 0
@@ -366,31 +472,75 @@ func (r *runner) staleView(lag int) client.Reader {
 	return r.history[idx]
 }
 
-// lazyView builds a fake reader from a snapshot only when it is read.
-type lazyView struct {
+// memoryReader serves Get and List from a snapshot of objects: the world as
+// it was, for stale reads. It is far cheaper than a fake client per step.
+type memoryReader struct {
 	scheme *runtime.Scheme
 	objs   []client.Object
-	status []client.Object
-	c      client.Reader
+	gvks   []schema.GroupVersionKind
 }
 
-func (v *lazyView) reader() client.Reader {
-	if v.c == nil {
-		objs := make([]client.Object, len(v.objs))
-		for i, o := range v.objs {
-			objs[i] = o.DeepCopyObject().(client.Object)
-		}
-		v.c = framework.NewFakeClient(v.scheme, framework.FakeClientOptions{Objects: objs, StatusSubresources: v.status})
+func newMemoryReader(scheme *runtime.Scheme, objs []client.Object) *memoryReader {
+	m := &memoryReader{scheme: scheme, objs: objs, gvks: make([]schema.GroupVersionKind, len(objs))}
+	for i, o := range objs {
+		m.gvks[i], _ = apiutil.GVKForObject(o, scheme)
 	}
-	return v.c
+	return m
 }
 
-func (v *lazyView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return v.reader().Get(ctx, key, obj, opts...)
+func (m *memoryReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvk, err := apiutil.GVKForObject(obj, m.scheme)
+	if err != nil {
+		return err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		for i, o := range m.objs {
+			if m.gvks[i] == gvk && o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
+				content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+				if err != nil {
+					return err
+				}
+				u.SetUnstructuredContent(content)
+				u.SetGroupVersionKind(gvk)
+				return nil
+			}
+		}
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
+	}
+	for _, o := range m.objs {
+		if o.GetName() != key.Name || o.GetNamespace() != key.Namespace {
+			continue
+		}
+		if reflect.TypeOf(o) != reflect.TypeOf(obj) {
+			continue
+		}
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+		return nil
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
 }
 
-func (v *lazyView) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return v.reader().List(ctx, list, opts...)
+func (m *memoryReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	gvk, err := apiutil.GVKForObject(list, m.scheme)
+	if err != nil {
+		return err
+	}
+	itemKind := strings.TrimSuffix(gvk.Kind, "List")
+	var items []runtime.Object
+	for i, o := range m.objs {
+		if ogvk := m.gvks[i]; ogvk.Kind != itemKind || ogvk.Group != gvk.Group {
+			continue
+		}
+		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
+			continue
+		}
+		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		items = append(items, o.DeepCopyObject())
+	}
+	return meta.SetList(list, items)
 }
 
 // volatile fields differ between runs that reach the same state.
@@ -425,7 +575,7 @@ func (r *runner) snapshot(ctx context.Context, normalize bool) (map[string]strin
 				if err := yaml.Unmarshal(data, &m); err != nil {
 					return nil, err
 				}
-				strip(m)
+				strip(m, r.hooks.VolatileFields)
 				if data, err = yaml.Marshal(m); err != nil {
 					return nil, err
 				}
@@ -436,19 +586,42 @@ func (r *runner) snapshot(ctx context.Context, normalize bool) (map[string]strin
 	return out, nil
 }
 
-func strip(v any) {
+func strip(v any, extra []string) {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
-			if volatile[k] {
+			if volatile[k] || slices.Contains(extra, k) {
 				delete(t, k)
 				continue
 			}
-			strip(child)
+			strip(child, extra)
 		}
 	case []any:
 		for _, child := range t {
-			strip(child)
+			strip(child, extra)
+		}
+		sortKeyed(t)
+	}
+}
+
+// sortKeyed orders a list of objects keyed by type or name (conditions,
+// members), whose order carries no meaning but would otherwise show as a
+// difference between runs.
+func sortKeyed(list []any) {
+	for _, key := range []string{"type", "name"} {
+		keyed := true
+		for _, it := range list {
+			m, ok := it.(map[string]any)
+			if _, has := m[key]; !ok || !has {
+				keyed = false
+				break
+			}
+		}
+		if keyed {
+			sort.SliceStable(list, func(i, j int) bool {
+				return fmt.Sprint(list[i].(map[string]any)[key]) < fmt.Sprint(list[j].(map[string]any)[key])
+			})
+			return
 		}
 	}
 }
@@ -511,4 +684,16 @@ func FormatFailure(res *Result, replay string) string {
 	fmt.Fprintf(&b, "trace:\n  %s\n", strings.Join(res.Trace, "\n  "))
 	fmt.Fprintf(&b, "replay: %s\n", replay)
 	return b.String()
+}
+
+// restMappers caches one REST mapper per scheme: building one walks every
+// kind and costs more than a whole simulated run.
+var restMappers sync.Map
+
+func restMapperFor(s *runtime.Scheme) meta.RESTMapper {
+	if m, ok := restMappers.Load(s); ok {
+		return m.(meta.RESTMapper)
+	}
+	m, _ := restMappers.LoadOrStore(s, testrestmapper.TestOnlyStaticRESTMapper(s))
+	return m.(meta.RESTMapper)
 }

@@ -48,7 +48,14 @@ type Hooks struct {
 	// Converged checks, once settled, that the world matches the spec.
 	Converged func(ctx context.Context) error
 	// Kinds are snapshotted for traces, diffs and the differential oracle.
+	// They must cover every kind the reconciler reads: stale reads are served
+	// from snapshots of these kinds.
 	Kinds []client.ObjectList
+	// VolatileFields are field names whose values legitimately differ
+	// between runs that reach the same state (IDs a system assigns), left
+	// out of the differential comparison. Resource versions, UIDs and
+	// timestamps are always left out.
+	VolatileFields []string
 }
 
 // Perturbation is a user or environment event: a scale or image change, a
@@ -65,8 +72,8 @@ type InvariantKind string
 
 // Kinds of invariants.
 const (
-	Safety  InvariantKind = "safety"
-	Honesty InvariantKind = "status honesty"
+	Safety   InvariantKind = "safety"
+	Honesty  InvariantKind = "status honesty"
 	Liveness InvariantKind = "liveness"
 )
 
@@ -82,11 +89,8 @@ type Invariant struct {
 type StepInfo struct {
 	Index  int
 	Action Action
-	// ByOperator is true when the action was a reconcile.
+	// ByOperator is true when the action ran a reconcile.
 	ByOperator bool
-	// Before is the world snapshot taken before the action (kind/name ->
-	// YAML), for invariants about transitions.
-	Before map[string]string
 	// Deleted lists objects that disappeared from the API during the
 	// action, as they last were.
 	Deleted []client.Object

@@ -101,6 +101,10 @@ type SnapshotStatus struct {
 	// SizeBytes is the snapshot's size.
 	// +optional
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// Final is true for the snapshot taken because the cluster is being
+	// deleted; the finalizer is released only once it is recorded.
+	// +optional
+	Final bool `json:"final,omitempty"`
 }
 
 // DatabaseClusterStatus is the observed state of an etcd cluster.

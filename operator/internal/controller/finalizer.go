@@ -31,6 +31,14 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if controllerutil.ContainsFinalizer(s.cluster, dbv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	if bug(BugStaleSpecOverwrite) {
+		// Wrong on purpose: merge-patches the whole object it read, without
+		// a resourceVersion. Harmless on a fresh read; on a stale one it
+		// puts an old spec back over the user's change.
+		controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
+		s.cluster.ResourceVersion = ""
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, s.cluster, client.Merge))
+	}
 	base := s.cluster.DeepCopy()
 	controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
 	switch err := r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); {
@@ -65,9 +73,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		switch {
 		case err != nil:
 			return r.snapshotFailed(s, err)
+		case snap == nil && bug(BugFinalizerBeforeSnapshot):
+			// Wrong on purpose: treats "in progress" as done.
+			return r.removeFinalizer(ctx, c)
 		case snap == nil:
 			return s.requeueAfter(SnapshotPollInterval)
 		}
+		snap.Final = true
 		c.Status.LastSnapshot = snap
 		r.event(c, corev1.EventTypeNormal, EventSnapshotTaken, actionSnapshot,
 			"final snapshot verified at %s (revision %d, %d keys)", snap.Location, snap.Revision, snap.TotalKeys)
@@ -75,6 +87,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{RequeueAfter: SnapshotRecordedRequeue}, nil
 	}
 
+	return r.removeFinalizer(ctx, c)
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, c *dbv1.DatabaseCluster) (ctrl.Result, error) {
 	base := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, dbv1.Finalizer)
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -91,9 +107,11 @@ func (r *Reconciler) snapshotFailed(s *scope, err error) (ctrl.Result, error) {
 	return ctrl.Result{}, fmt.Errorf("final snapshot: %w", err)
 }
 
-// finalSnapshotRecorded is true when status holds a snapshot taken after
-// deletion began.
+// finalSnapshotRecorded is true when status holds the snapshot taken for
+// this deletion. It is marked, not compared by time: the operator's clock and
+// the API server's deletionTimestamp need not agree (the simulation tier
+// found a snapshot loop when the operator's clock lagged).
 func finalSnapshotRecorded(c *dbv1.DatabaseCluster) bool {
 	snap := c.Status.LastSnapshot
-	return snap != nil && c.DeletionTimestamp != nil && !snap.TakenAt.Before(c.DeletionTimestamp)
+	return c.DeletionTimestamp != nil && snap != nil && snap.Final
 }

@@ -120,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.ensureFinalizer,
 		r.validateSpec,
 		r.reconcileServices,
+		r.bugEarlyStatus,
 		r.reconcileStatefulSet,
 		r.reconcileDisruptionBudget,
 		r.observeMembers,

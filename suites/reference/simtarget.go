@@ -1,0 +1,480 @@
+package reference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/sim"
+)
+
+// SimOptions vary the reference target.
+type SimOptions struct {
+	// StatefulSetPredicate replaces the operator's predicate on owned
+	// StatefulSets, to show what a naive one does; nil keeps the operator's.
+	StatefulSetPredicate predicate.Predicate
+	// WithoutMemberAPI runs the operator without etcd's member API, so it
+	// never polls health on a timer and relies on events alone.
+	WithoutMemberAPI bool
+}
+
+// Images the image-change perturbation chooses from.
+var simImages = []string{"gauntlet.dev/etcd:v3.6.15", "gauntlet.dev/etcd:v3.6.16"}
+
+// SimTarget is the reference operator under the simulation tier: one
+// 3-member cluster, the simulated StatefulSet controller and kubelets, a
+// scripted etcd whose members join when their pods are ready, and a
+// snapshotter that reports its first call in progress.
+func SimTarget(o SimOptions) sim.Target {
+	// A scheme with only the kinds involved: the fake client's tracker
+	// walks the whole scheme on every write, so a small one is much faster.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(corev1.AddToScheme(scheme), appsv1.AddToScheme(scheme),
+		policyv1.AddToScheme(scheme), dbv1.AddToScheme(scheme)); err != nil {
+		panic(err) // static registrations; cannot fail
+	}
+	stsPredicate := o.StatefulSetPredicate
+	if stsPredicate == nil {
+		stsPredicate = operator.StatefulSetReadinessChanged()
+	}
+	return sim.Target{
+		Name:               "databasecluster",
+		Scheme:             scheme,
+		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
+		Watches: []sim.Watch{
+			{Kind: &dbv1.DatabaseCluster{}, Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted())},
+			{Kind: &appsv1.StatefulSet{}, Predicate: stsPredicate, Map: sim.OwnedBy("DatabaseCluster")},
+			{Kind: &corev1.Service{}, Map: sim.OwnedBy("DatabaseCluster")},
+			{Kind: &policyv1.PodDisruptionBudget{}, Predicate: predicate.GenerationChangedPredicate{}, Map: sim.OwnedBy("DatabaseCluster")},
+		},
+		Setup: func(ctx context.Context, w *sim.World) (*sim.Hooks, error) { return setupSim(ctx, w, o) },
+	}
+}
+
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// simWorld is one run's operator-specific state.
+type simWorld struct {
+	w         *sim.World
+	key       client.ObjectKey
+	etcd      *operator.FakeEtcd
+	snapshots *FakeSnapshotter
+	sts       *framework.StatefulSetSimulator
+	gc        *framework.GarbageCollector
+	clock     *clocktesting.FakeClock
+	// failed members stay unhealthy in etcd's eyes until healed.
+	failed map[string]bool
+	// intent is the spec the user last wrote: it must never be lost.
+	intent      dbv1.DatabaseClusterSpec
+	deleted     bool
+	readyBefore int
+}
+
+const simNamespace = "sim"
+
+func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, error) {
+	c := NewCluster(simNamespace, "db").Build()
+	if err := w.Client.Create(ctx, c); err != nil {
+		return nil, err
+	}
+	sw := &simWorld{
+		w: w, key: client.ObjectKeyFromObject(c), etcd: operator.NewFakeEtcd(),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), intent: *c.Spec.DeepCopy(),
+		failed: map[string]bool{},
+	}
+	sw.snapshots = &FakeSnapshotter{now: sw.clock.Now}
+	sw.snapshots.InProgressFor(1)
+	sw.sts = &framework.StatefulSetSimulator{Client: w.Client, Namespace: simNamespace}
+	sw.gc = &framework.GarbageCollector{Client: w.Client, Kinds: []client.ObjectList{
+		&appsv1.StatefulSetList{}, &corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{},
+	}}
+	return &sim.Hooks{
+		NewReconciler: func(cl client.Client) reconcile.Reconciler {
+			r := &operator.Reconciler{Client: cl, Dialer: sw.etcd.Dialer(), Snapshotter: sw.snapshots, Clock: sw.clock}
+			if o.WithoutMemberAPI {
+				r.Dialer = nil
+			}
+			return r
+		},
+		Roots: func(ctx context.Context) ([]reconcile.Request, error) {
+			return []reconcile.Request{{NamespacedName: sw.key}}, nil
+		},
+		World:         []framework.EnvStep{sw.tick, sw.sts.Step, sw.joinReadyMembers, sw.collectGarbage},
+		Perturbations: sw.perturbations(),
+		Heal:          sw.heal,
+		Invariants:    sw.invariants(),
+		Converged:     sw.converged,
+		Kinds: []client.ObjectList{
+			&dbv1.DatabaseClusterList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
+			&policyv1.PodDisruptionBudgetList{}, &corev1.PodList{},
+		},
+		// etcd assigns member IDs (their order depends on who joined first)
+		// and raft elects the leader: both differ between equivalent runs.
+		VolatileFields: []string{"id", "leader"},
+	}, nil
+}
+
+// collectGarbage runs the garbage collector once the cluster was deleted:
+// before that no owner can be missing.
+func (sw *simWorld) collectGarbage(ctx context.Context) (bool, error) {
+	if !sw.deleted {
+		return false, nil
+	}
+	return sw.gc.Step(ctx)
+}
+
+// tick moves the clock on; time passes between world steps.
+func (sw *simWorld) tick(context.Context) (bool, error) {
+	sw.clock.Step(time.Second)
+	return false, nil
+}
+
+func (sw *simWorld) cluster(ctx context.Context) (*dbv1.DatabaseCluster, error) {
+	c := &dbv1.DatabaseCluster{}
+	if err := sw.w.Client.Get(ctx, sw.key, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (sw *simWorld) joinReadyMembers(ctx context.Context) (bool, error) {
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pods, err := sw.pods(ctx)
+	if err != nil {
+		return false, err
+	}
+	before := fmt.Sprint(sw.etcd.Members())
+	ready := map[string]bool{}
+	for _, p := range pods {
+		if podReady(&p) && p.DeletionTimestamp.IsZero() {
+			ready[p.Name] = true
+			sw.etcd.Join(p.Name, operator.PeerURL(c, p.Name, operator.BuilderOptions{}))
+		}
+	}
+	// As etcd sees it: a member answers when its process runs and has not failed.
+	for _, m := range sw.etcd.Members() {
+		sw.etcd.SetHealthy(m.Name, ready[m.Name] && !sw.failed[m.Name])
+	}
+	return fmt.Sprint(sw.etcd.Members()) != before, nil
+}
+
+func (sw *simWorld) pods(ctx context.Context) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := sw.w.Client.List(ctx, list, client.InNamespace(simNamespace)); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// updateSpec is a user's edit: a fresh read, a change, an update (the
+// webhook's quorum rule is respected by the caller).
+func (sw *simWorld) updateSpec(ctx context.Context, mutate func(*dbv1.DatabaseClusterSpec)) (string, error) {
+	if sw.deleted {
+		return "cluster already deleted: no-op", nil
+	}
+	c, err := sw.cluster(ctx)
+	if err != nil {
+		return "", err
+	}
+	mutate(&c.Spec)
+	c.Generation++ // the fake API does not count generations
+	if err := sw.w.Client.Update(ctx, c); err != nil {
+		return "", err
+	}
+	sw.intent = *c.Spec.DeepCopy()
+	return fmt.Sprintf("spec now replicas=%d image=%s (generation %d)", *c.Spec.Replicas, c.Spec.Image, c.Generation), nil
+}
+
+func (sw *simWorld) perturbations() []sim.Perturbation {
+	return []sim.Perturbation{
+		// Scale-ups only, for now: the operator does not yet remove etcd
+		// members on a scale-down (membership management is the etcd issue's
+		// work), so a scale-down leaves a dead member and the cluster
+		// Degraded, which this tier reports at once. Lift this when members
+		// are removed through etcd's API.
+		{Name: "scale-up", Apply: func(ctx context.Context, choice uint64) (string, error) {
+			return sw.updateSpec(ctx, func(s *dbv1.DatabaseClusterSpec) {
+				to := *s.Replicas + int32(2*(choice%2))
+				if to > 5 {
+					to = 5
+				}
+				s.Replicas = &to
+			})
+		}},
+		{Name: "image", Apply: func(ctx context.Context, choice uint64) (string, error) {
+			return sw.updateSpec(ctx, func(s *dbv1.DatabaseClusterSpec) { s.Image = simImages[choice%uint64(len(simImages))] })
+		}},
+		{Name: "pod-unready", Apply: func(_ context.Context, choice uint64) (string, error) {
+			pod := fmt.Sprintf("db-%d", choice%3)
+			sw.sts.SetReady(false, simNamespace, pod)
+			return pod + " fails its readiness probe", nil
+		}},
+		{Name: "member-fails", Apply: func(_ context.Context, choice uint64) (string, error) {
+			name := fmt.Sprintf("db-%d", choice%3)
+			sw.failed[name] = true
+			sw.etcd.SetHealthy(name, false)
+			// etcd's /readyz fails with the member, and with it the pod's
+			// readiness probe.
+			sw.sts.SetReady(false, simNamespace, name)
+			return "etcd reports " + name + " unhealthy; its readiness probe fails", nil
+		}},
+		{Name: "pod-deleted", Apply: func(ctx context.Context, choice uint64) (string, error) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: fmt.Sprintf("db-%d", choice%3)}}
+			if err := sw.w.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+			return pod.Name + " deleted", nil
+		}},
+		{Name: "delete-cluster", Apply: func(ctx context.Context, choice uint64) (string, error) {
+			// Rare: only one choice in four deletes, so most runs keep a cluster.
+			if sw.deleted || choice%4 != 0 {
+				return "no-op", nil
+			}
+			c, err := sw.cluster(ctx)
+			if err != nil {
+				return "", err
+			}
+			if err := sw.w.Client.Delete(ctx, c); err != nil {
+				return "", err
+			}
+			sw.deleted = true
+			return "the user deletes the cluster", nil
+		}},
+	}
+}
+
+func (sw *simWorld) heal(context.Context) error {
+	for i := range 5 {
+		sw.sts.SetReady(true, simNamespace, fmt.Sprintf("db-%d", i))
+	}
+	sw.failed = map[string]bool{}
+	return nil
+}
+
+func (sw *simWorld) readyPods(ctx context.Context) (int, error) {
+	pods, err := sw.pods(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods {
+		// Readiness as the kubelet reports it: a failed member's pod stays
+		// Ready until its probe fails, which is all an operator can know.
+		if p.DeletionTimestamp.IsZero() && podReady(&p) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (sw *simWorld) invariants() []sim.Invariant {
+	return []sim.Invariant{
+		{Name: "every child has a controller owner reference", Kind: sim.Safety, Check: sw.checkOwners},
+		{Name: "the finalizer goes only after a final snapshot is recorded", Kind: sim.Safety, Check: sw.checkSnapshotBeforeFinalizer},
+		{Name: "operator actions never take ready members below quorum", Kind: sim.Safety, Check: sw.checkQuorumKept},
+		{Name: "at most one membership change in flight", Kind: sim.Safety, Check: sw.checkOneMembershipChange},
+		{Name: "the user's spec is never overwritten", Kind: sim.Safety, Check: sw.checkIntentKept},
+		{Name: "Available only when a quorum is ready", Kind: sim.Honesty, Check: sw.checkAvailableHonest},
+		{Name: "Reconciled only when the StatefulSet matches the spec", Kind: sim.Honesty, Check: sw.checkReconciledHonest},
+	}
+}
+
+func (sw *simWorld) checkOwners(ctx context.Context, _ sim.StepInfo) error {
+	for _, list := range []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}} {
+		if err := sw.w.Client.List(ctx, list, client.InNamespace(simNamespace)); err != nil {
+			return err
+		}
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			obj := it.(client.Object)
+			ref := metav1.GetControllerOf(obj)
+			if ref == nil || ref.Kind != "DatabaseCluster" || ref.Name != sw.key.Name {
+				return fmt.Errorf("%T %s has no controller reference to DatabaseCluster %s (owners %v)", obj, obj.GetName(), sw.key.Name, obj.GetOwnerReferences())
+			}
+		}
+	}
+	return nil
+}
+
+func (sw *simWorld) checkSnapshotBeforeFinalizer(_ context.Context, s sim.StepInfo) error {
+	for _, obj := range s.Deleted {
+		c, ok := obj.(*dbv1.DatabaseCluster)
+		// A cluster deleted before the operator added its finalizer never
+		// had children, so never held data.
+		if !ok || c.Spec.DeletionPolicy == dbv1.DeletionPolicyDelete || !slices.Contains(c.Finalizers, dbv1.Finalizer) {
+			continue
+		}
+		snap := c.Status.LastSnapshot
+		if snap == nil || !snap.Final {
+			return fmt.Errorf("DatabaseCluster %s was removed without a final snapshot recorded after deletion began (lastSnapshot %+v)", c.Name, snap)
+		}
+	}
+	return nil
+}
+
+func (sw *simWorld) checkQuorumKept(ctx context.Context, s sim.StepInfo) error {
+	ready, err := sw.readyPods(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { sw.readyBefore = ready }()
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) || sw.deleted {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	q := operator.Quorum(int(c.DesiredReplicas()))
+	if s.ByOperator && ready < q && sw.readyBefore >= q && ready < sw.readyBefore {
+		return fmt.Errorf("a reconcile took ready members from %d to %d, below the quorum of %d", sw.readyBefore, ready, q)
+	}
+	return nil
+}
+
+func (sw *simWorld) checkOneMembershipChange(context.Context, sim.StepInfo) error {
+	learners := 0
+	for _, m := range sw.etcd.Members() {
+		if m.IsLearner {
+			learners++
+		}
+	}
+	if learners > 1 {
+		return fmt.Errorf("%d learners at once", learners)
+	}
+	return nil
+}
+
+func (sw *simWorld) checkIntentKept(ctx context.Context, _ sim.StepInfo) error {
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if *c.Spec.Replicas != *sw.intent.Replicas || c.Spec.Image != sw.intent.Image {
+		return fmt.Errorf("spec is replicas=%d image=%s but the user last wrote replicas=%d image=%s",
+			*c.Spec.Replicas, c.Spec.Image, *sw.intent.Replicas, sw.intent.Image)
+	}
+	return nil
+}
+
+func (sw *simWorld) checkAvailableHonest(ctx context.Context, s sim.StepInfo) error {
+	// Judged right after a reconcile that ran without a fault: one that read
+	// a stale view, crashed or failed a call may leave status behind the
+	// world, which is expected; a clean pass may not.
+	if !s.ByOperator || s.Action.Fault.Kind != sim.NoFault {
+		return nil
+	}
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, dbv1.ConditionAvailable) || !c.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	ready, err := sw.readyPods(ctx)
+	if err != nil {
+		return err
+	}
+	if q := operator.Quorum(int(c.DesiredReplicas())); ready < q {
+		return fmt.Errorf("condition Available is True with %d ready members, quorum is %d", ready, q)
+	}
+	return nil
+}
+
+func (sw *simWorld) checkReconciledHonest(ctx context.Context, _ sim.StepInfo) error {
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prog := meta.FindStatusCondition(c.Status.Conditions, dbv1.ConditionProgressing)
+	if c.Status.ObservedGeneration != c.Generation || prog == nil || prog.Reason != dbv1.ReasonReconciled || prog.ObservedGeneration != c.Generation {
+		return nil
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := sw.w.Client.Get(ctx, client.ObjectKey{Namespace: simNamespace, Name: operator.StatefulSetName(c)}, sts); err != nil {
+		return fmt.Errorf("status says generation %d is reconciled, but the StatefulSet: %w", c.Generation, err)
+	}
+	if *sts.Spec.Replicas != *c.Spec.Replicas || sts.Spec.Template.Spec.Containers[0].Image != c.Spec.Image {
+		return fmt.Errorf("status says generation %d is reconciled, but the StatefulSet has replicas=%d image=%s, spec wants %d %s",
+			c.Generation, *sts.Spec.Replicas, sts.Spec.Template.Spec.Containers[0].Image, *c.Spec.Replicas, c.Spec.Image)
+	}
+	return nil
+}
+
+func (sw *simWorld) converged(ctx context.Context) error {
+	c, err := sw.cluster(ctx)
+	if apierrors.IsNotFound(err) {
+		if !sw.deleted {
+			return errors.New("the DatabaseCluster vanished without being deleted")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sw.deleted {
+		return fmt.Errorf("the DatabaseCluster was deleted but is still there (finalizers %v)\n%s", c.Finalizers, framework.DescribeConditions(c.Status.Conditions))
+	}
+	var problems []string
+	if c.Status.ObservedGeneration != c.Generation {
+		problems = append(problems, fmt.Sprintf("observedGeneration %d, generation %d", c.Status.ObservedGeneration, c.Generation))
+	}
+	for _, m := range []*framework.ConditionMatcher{
+		framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy),
+		framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled),
+		framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy),
+	} {
+		if ok, _ := m.Match(c); !ok {
+			problems = append(problems, "not "+fmt.Sprint(m.FailureMessage(c)))
+		}
+	}
+	if c.Status.ReadyReplicas != *c.Spec.Replicas {
+		problems = append(problems, fmt.Sprintf("status.readyReplicas %d, spec.replicas %d", c.Status.ReadyReplicas, *c.Spec.Replicas))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("not converged: %v", problems)
+	}
+	return nil
+}
