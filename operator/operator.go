@@ -77,6 +77,8 @@ var (
 	NewFakeEtcd = etcdfake.New
 	// StatefulSetReadinessChanged is the predicate on owned StatefulSets.
 	StatefulSetReadinessChanged = controller.StatefulSetReadinessChanged
+	// DeletionStarted passes the update that sets a deletion timestamp.
+	DeletionStarted = controller.DeletionStarted
 	// Quorum is the majority of a number of voting members.
 	Quorum = etcd.Quorum
 	// SetupWebhookWithManager serves the validating webhook from a manager.

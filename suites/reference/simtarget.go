@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -60,23 +59,12 @@ func SimTarget(o SimOptions) sim.Target {
 		Scheme:             scheme,
 		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
 		Watches: []sim.Watch{
-			{Kind: &dbv1.DatabaseCluster{}, Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted())},
+			{Kind: &dbv1.DatabaseCluster{}, Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, operator.DeletionStarted())},
 			{Kind: &appsv1.StatefulSet{}, Predicate: stsPredicate, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &corev1.Service{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &policyv1.PodDisruptionBudget{}, Predicate: predicate.GenerationChangedPredicate{}, Map: sim.OwnedBy("DatabaseCluster")},
 		},
 		Setup: func(ctx context.Context, w *sim.World) (*sim.Hooks, error) { return setupSim(ctx, w, o) },
-	}
-}
-
-func deletionStarted() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
 	}
 }
 
