@@ -54,15 +54,6 @@ func (c *eventingClient) after(ctx context.Context, old, obj client.Object) {
 	c.afterState(old, cur)
 }
 
-// written reports a write whose response filled obj in (create, update,
-// patch): no read is needed to know the new state.
-func (c *eventingClient) written(old, obj client.Object, err error) {
-	if err != nil {
-		return
-	}
-	c.afterState(old, obj.DeepCopyObject().(client.Object))
-}
-
 func (c *eventingClient) afterState(old, cur client.Object) {
 	if old == nil && cur == nil {
 		return
@@ -75,19 +66,16 @@ func (c *eventingClient) afterState(old, cur client.Object) {
 
 func (c *eventingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	err := c.Client.Create(ctx, obj, opts...)
-	c.written(nil, obj, err)
+	if err == nil {
+		c.after(ctx, nil, obj)
+	}
 	return err
 }
 
 func (c *eventingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	old := c.before(ctx, obj)
 	err := c.Client.Update(ctx, obj, opts...)
-	if !obj.GetDeletionTimestamp().IsZero() {
-		// Removing the last finalizer deletes the object; only a read says so.
-		c.after(ctx, old, obj)
-		return err
-	}
-	c.written(old, obj, err)
+	c.after(ctx, old, obj)
 	return err
 }
 
@@ -160,14 +148,14 @@ type eventingSubResource struct {
 func (s *eventingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	old := s.parent.before(ctx, obj)
 	err := s.SubResourceClient.Update(ctx, obj, opts...)
-	s.parent.written(old, obj, err)
+	s.parent.after(ctx, old, obj)
 	return err
 }
 
 func (s *eventingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	old := s.parent.before(ctx, obj)
 	err := s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-	s.parent.written(old, obj, err)
+	s.parent.after(ctx, old, obj)
 	return err
 }
 

@@ -134,6 +134,10 @@ type runner struct {
 
 func (r *runner) onChange(ch change) {
 	r.events++
+	if r.view != nil {
+		r.view = r.view.with(ch)
+		r.viewAt = r.events
+	}
 	if ch.new == nil && ch.old != nil {
 		r.deleted = append(r.deleted, ch.old)
 	}
@@ -478,6 +482,28 @@ type memoryReader struct {
 	scheme *runtime.Scheme
 	objs   []client.Object
 	gvks   []schema.GroupVersionKind
+}
+
+// with returns a copy of the view with one change applied; views are
+// immutable, so older ones keep serving stale reads.
+func (m *memoryReader) with(ch change) *memoryReader {
+	ref := ch.new
+	if ref == nil {
+		ref = ch.old
+	}
+	gvk, _ := apiutil.GVKForObject(ref, m.scheme)
+	key := client.ObjectKeyFromObject(ref)
+	out := &memoryReader{scheme: m.scheme, objs: make([]client.Object, 0, len(m.objs)+1), gvks: make([]schema.GroupVersionKind, 0, len(m.objs)+1)}
+	for i, o := range m.objs {
+		if m.gvks[i] == gvk && client.ObjectKeyFromObject(o) == key {
+			continue
+		}
+		out.objs, out.gvks = append(out.objs, o), append(out.gvks, m.gvks[i])
+	}
+	if ch.new != nil {
+		out.objs, out.gvks = append(out.objs, ch.new), append(out.gvks, gvk)
+	}
+	return out
 }
 
 func newMemoryReader(scheme *runtime.Scheme, objs []client.Object) *memoryReader {
