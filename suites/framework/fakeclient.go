@@ -14,8 +14,9 @@ import (
 type FakeClientOptions struct {
 	// Objects are created before the client is returned.
 	Objects []client.Object
-	// StatusSubresources are the custom kinds whose status is a subresource,
-	// as their CRDs declare. Pods and StatefulSets are always included.
+	// StatusSubresources are the kinds whose status is a subresource (custom
+	// kinds as their CRDs declare, and built-in ones such as Deployments).
+	// Pods and StatefulSets are included whenever the scheme knows them.
 	StatusSubresources []client.Object
 	// Interceptors wrap every call, for example Faults.Funcs().
 	Interceptors *interceptor.Funcs
@@ -33,7 +34,13 @@ type FakeClientOptions struct {
 // The fake still runs no validation, defaulting, admission, garbage
 // collection or controllers; anything that needs those belongs in envtest.
 func NewFakeClient(scheme *runtime.Scheme, o FakeClientOptions) client.WithWatch {
-	status := append([]client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}}, o.StatusSubresources...)
+	var status []client.Object
+	for _, builtin := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}} {
+		if gvks, _, err := scheme.ObjectKinds(builtin); err == nil && len(gvks) > 0 {
+			status = append(status, builtin)
+		}
+	}
+	status = append(status, o.StatusSubresources...)
 	b := fake.NewClientBuilder().
 		WithScheme(scheme).
 		WithStatusSubresource(status...).

@@ -1,0 +1,215 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestGenerateIsAPureFunctionOfTheSeed(t *testing.T) {
+	g := NewWithT(t)
+	cfg := Config{Perturbations: 3}
+	g.Expect(Generate(7, cfg)).To(Equal(Generate(7, cfg)))
+	g.Expect(Generate(7, cfg)).NotTo(Equal(Generate(8, cfg)))
+	s := Generate(7, cfg)
+	g.Expect(s.Actions).To(HaveLen(40))
+	g.Expect(s.Faults()).NotTo(BeEmpty())
+
+	// Keep changes faults only, never the inputs.
+	kept := s.Keep(s.Faults()[:1])
+	g.Expect(kept.Faults()).To(Equal(s.Faults()[:1]))
+	for i := range s.Actions {
+		g.Expect(kept.Actions[i].Kind).To(Equal(s.Actions[i].Kind))
+		g.Expect(kept.Actions[i].Choice).To(Equal(s.Actions[i].Choice))
+	}
+	g.Expect(s.WithoutFaults().Faults()).To(BeEmpty())
+	g.Expect(s.Describe([]string{"a", "b", "c"})).To(ContainSubstring("reconcile"))
+}
+
+func TestFaultyClient(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	scheme := runtime.NewScheme()
+	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	fake := newFake(scheme)
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+
+	// A crash lets CrashAfter writes through, then every call fails.
+	c := &faultyClient{Client: fake, fault: Fault{Kind: Crash, CrashAfter: 1}, calls: map[string]int{}}
+	g.Expect(c.Create(ctx, cm("a"))).To(Succeed())
+	g.Expect(c.Create(ctx, cm("b"))).To(MatchError(ErrCrashed))
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "a"}, cm("a"))).To(MatchError(ErrCrashed))
+	g.Expect(c.crashed).To(BeTrue())
+
+	// An API fault fails exactly the Nth call of its verb.
+	c = &faultyClient{Client: fake, fault: Fault{Kind: APIError, Verb: "get", Nth: 2, Err: Conflict}, calls: map[string]int{}}
+	key := client.ObjectKey{Namespace: "ns", Name: "a"}
+	g.Expect(c.Get(ctx, key, cm("a"))).To(Succeed())
+	g.Expect(apierrors.IsConflict(c.Get(ctx, key, cm("a")))).To(BeTrue())
+	g.Expect(c.Get(ctx, key, cm("a"))).To(Succeed())
+
+	// Stale reads come from the old view; writes still reach the API.
+	old := newMemoryReader(scheme, nil)
+	c = &faultyClient{Client: fake, stale: old, calls: map[string]int{}}
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, key, cm("a")))).To(BeTrue(), "a stale view predates a")
+	g.Expect(c.Create(ctx, cm("c"))).To(Succeed())
+	g.Expect(fake.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "c"}, cm("c"))).To(Succeed())
+}
+
+func TestMemoryReaderListsBySelector(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	m := newMemoryReader(scheme, []client.Object{
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", Labels: map[string]string{"app": "x"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{"app": "y"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "p3", Labels: map[string]string{"app": "x"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}},
+	})
+	list := &corev1.PodList{}
+	g.Expect(m.List(t.Context(), list, client.InNamespace("a"), client.MatchingLabels{"app": "x"})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	g.Expect(list.Items[0].Name).To(Equal("p1"))
+	pod := &corev1.Pod{}
+	g.Expect(m.Get(t.Context(), client.ObjectKey{Namespace: "b", Name: "p3"}, pod)).To(Succeed())
+	g.Expect(pod.Labels).To(HaveKeyWithValue("app", "x"))
+
+	// A change gives a new view; the old one is untouched (stale reads).
+	newer := m.with(change{old: pod, new: nil})
+	g.Expect(apierrors.IsNotFound(newer.Get(t.Context(), client.ObjectKey{Namespace: "b", Name: "p3"}, &corev1.Pod{}))).To(BeTrue())
+	g.Expect(m.Get(t.Context(), client.ObjectKey{Namespace: "b", Name: "p3"}, &corev1.Pod{})).To(Succeed())
+}
+
+func TestEventsFollowWatchesAndPredicates(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	watches := []Watch{
+		{Kind: &corev1.ConfigMap{}, Predicate: predicate.GenerationChangedPredicate{}},
+		{Kind: &corev1.Secret{}, Map: OwnedBy("ConfigMap")},
+	}
+	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", OwnerReferences: []metav1.OwnerReference{
+		{Kind: "ConfigMap", Name: "root", Controller: ptr.To(true)},
+	}}}
+	keys, err := eventsFor(scheme, watches, change{new: owned})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys).To(Equal([]requestKey{{Namespace: "ns", Name: "root"}}))
+
+	oldCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root", Generation: 1}}
+	sameGen := oldCM.DeepCopy()
+	sameGen.Labels = map[string]string{"x": "y"}
+	keys, err = eventsFor(scheme, watches, change{old: oldCM, new: sameGen})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys).To(BeEmpty(), "the predicate filters an update that keeps the generation")
+}
+
+func TestNormalisationIgnoresOrderAndVolatileFields(t *testing.T) {
+	g := NewWithT(t)
+	a := map[string]any{"metadata": map[string]any{"resourceVersion": "7", "name": "x"},
+		"conditions": []any{map[string]any{"type": "B", "lastTransitionTime": "t1"}, map[string]any{"type": "A"}},
+		"members":    []any{map[string]any{"name": "m", "id": "1"}}}
+	b := map[string]any{"metadata": map[string]any{"resourceVersion": "9", "name": "x"},
+		"conditions": []any{map[string]any{"type": "A"}, map[string]any{"type": "B", "lastTransitionTime": "t2"}},
+		"members":    []any{map[string]any{"name": "m", "id": "2"}}}
+	strip(a, []string{"id"})
+	strip(b, []string{"id"})
+	g.Expect(a).To(Equal(b))
+}
+
+// A toy operator with a crash-only bug: it marks the root done before it
+// creates the child, so a crash between the two writes leaves a lie.
+type toy struct{ c client.Client }
+
+func (r *toy) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	root := &corev1.ConfigMap{}
+	if err := r.c.Get(ctx, req.NamespacedName, root); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if root.Annotations["done"] != "true" {
+		root.Annotations = map[string]string{"done": "true"}
+		if err := r.c.Update(ctx, root); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	child := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: root.Namespace, Name: root.Name + "-child"}}
+	if err := r.c.Get(ctx, client.ObjectKeyFromObject(child), child); apierrors.IsNotFound(err) {
+		return reconcile.Result{}, r.c.Create(ctx, child)
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+func toyTarget(t *testing.T) Target {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "ns", Name: "root"}
+	return Target{
+		Name:    "toy",
+		Scheme:  scheme,
+		Watches: []Watch{{Kind: &corev1.ConfigMap{}}},
+		Setup: func(ctx context.Context, w *World) (*Hooks, error) {
+			if err := w.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root"}}); err != nil {
+				return nil, err
+			}
+			return &Hooks{
+				NewReconciler: func(c client.Client) reconcile.Reconciler { return &toy{c: c} },
+				Roots: func(context.Context) ([]reconcile.Request, error) {
+					return []reconcile.Request{{NamespacedName: key}}, nil
+				},
+				Kinds: []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}},
+				Invariants: []Invariant{{Name: "done means the child exists", Kind: Honesty, Check: func(ctx context.Context, _ StepInfo) error {
+					root := &corev1.ConfigMap{}
+					if err := w.Client.Get(ctx, key, root); err != nil {
+						return err
+					}
+					if root.Annotations["done"] != "true" {
+						return nil
+					}
+					if err := w.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "root-child"}, &corev1.Secret{}); err != nil {
+						return fmt.Errorf("root says done but: %w", err)
+					}
+					return nil
+				}}},
+			}, nil
+		},
+	}
+}
+
+func TestExploreFindsAndShrinksACrashOnlyBug(t *testing.T) {
+	g := NewWithT(t)
+	target := toyTarget(t)
+	// Without faults the bug never shows.
+	for seed := uint64(1); seed <= 20; seed++ {
+		res, err := Run(t.Context(), target, Generate(seed, Config{}).WithoutFaults(), Options{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Violation).To(BeNil(), "seed %d without faults", seed)
+	}
+	failure, ran, err := Explore(t.Context(), target, 1, 200, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(failure).NotTo(BeNil(), "not found in %d schedules", ran)
+	shrunk, err := Shrink(t.Context(), target, failure, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	faults := shrunk.Schedule.Faults()
+	g.Expect(faults).To(HaveLen(1), "shrunk to the single fault that matters")
+	f := shrunk.Schedule.Actions[faults[0]].Fault
+	g.Expect(f.Kind).To(BeElementOf(Crash, APIError), "a crash or a failed call between the two writes: %s", f)
+	t.Logf("found after %d schedules at seed %d; %d faults shrunk to 1: %s", ran, failure.Schedule.Seed, len(failure.Schedule.Faults()), f)
+	g.Expect(FormatFailure(shrunk, "replay")).To(ContainSubstring("minimal faults (1)"))
+	g.Expect(errors.Is(ErrCrashed, ErrCrashed)).To(BeTrue())
+}
