@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -79,9 +80,19 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 			if f.onUpdate {
 				g.Expect(f.docs).To(HaveLen(2), "an update fixture has the original and the update")
 				g.Expect(env.Client.Create(ctx, f.docs[0])).To(Succeed(), "the original must be valid")
-				rejected = f.docs[1]
-				rejected.SetResourceVersion(f.docs[0].GetResourceVersion())
-				err := env.Client.Update(ctx, rejected)
+				// The operator adds its finalizer meanwhile: apply the update
+				// to the latest version, so the rejection comes from the rule
+				// and not from optimistic concurrency.
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					current := f.docs[0].DeepCopy()
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(current), current); err != nil {
+						return err
+					}
+					rejected = f.docs[1].DeepCopy()
+					rejected.SetResourceVersion(current.GetResourceVersion())
+					rejected.SetFinalizers(current.GetFinalizers())
+					return env.Client.Update(ctx, rejected)
+				})
 				g.Expect(err).To(HaveOccurred(), "rule %q: the update was accepted", f.rule)
 				for _, want := range f.expect {
 					g.Expect(err.Error()).To(ContainSubstring(want), "rule %q", f.rule)

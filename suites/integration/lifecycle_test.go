@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
@@ -66,27 +67,30 @@ func TestStatusSubresource(t *testing.T) {
 	create(t, c)
 	waitForCondition(t, c, framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
 
-	// A spec update cannot change status.
-	edited := c.DeepCopy()
-	edited.Spec.Image = "gauntlet.dev/etcd:v3.6.15"
-	edited.Status.ReadyReplicas = 42
-	g.Expect(env.Client.Update(ctx, edited)).To(Succeed())
+	// A spec update cannot change status (retried if the operator wrote
+	// status in between: optimistic concurrency is not what is tested here).
+	edited := &dbv1.DatabaseCluster{}
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), edited); err != nil {
+			return err
+		}
+		edited.Spec.Image = "gauntlet.dev/etcd:v3.6.15"
+		edited.Status.ReadyReplicas = 42
+		return env.Client.Update(ctx, edited)
+	})).To(Succeed())
 	g.Expect(edited.Spec.Image).To(Equal("gauntlet.dev/etcd:v3.6.15"))
 	g.Expect(edited.Status.ReadyReplicas).NotTo(BeEquivalentTo(42), "the main resource ignored the status change")
 
 	// A status update cannot change spec.
 	fresh := &dbv1.DatabaseCluster{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), fresh)).To(Succeed())
-	fresh.Spec.Image = "gauntlet.dev/etcd:v9.9.9"
-	fresh.Status.LastSnapshot = &dbv1.SnapshotStatus{Location: "test", TakenAt: metav1.Now()}
-	err := env.Client.Status().Update(ctx, fresh)
-	if apierrors.IsConflict(err) { // the operator wrote status meanwhile; one retry
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), fresh)).To(Succeed())
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
+			return err
+		}
 		fresh.Spec.Image = "gauntlet.dev/etcd:v9.9.9"
 		fresh.Status.LastSnapshot = &dbv1.SnapshotStatus{Location: "test", TakenAt: metav1.Now()}
-		err = env.Client.Status().Update(ctx, fresh)
-	}
-	g.Expect(err).NotTo(HaveOccurred())
+		return env.Client.Status().Update(ctx, fresh)
+	})).To(Succeed())
 	stored := &dbv1.DatabaseCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), stored)).To(Succeed())
 	g.Expect(stored.Spec.Image).To(Equal("gauntlet.dev/etcd:v3.6.15"), "the status subresource ignored the spec change")
