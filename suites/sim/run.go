@@ -265,7 +265,7 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 			res.Violation = &Violation{Invariant: "converges to the spec", Kind: Liveness, Step: -1, Err: err}
 		}
 	}
-	end, err := r.snapshot(ctx, true)
+	end, err := r.endState(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +450,16 @@ func (r *runner) currentView(ctx context.Context) (*memoryReader, error) {
 	if r.view != nil && r.viewAt == r.events {
 		return r.view, nil
 	}
+	objs, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.view, r.viewAt = newMemoryReader(r.target.Scheme, objs), r.events
+	return r.view, nil
+}
+
+// listAll reads every object of the target's kinds from the API.
+func (r *runner) listAll(ctx context.Context) ([]client.Object, error) {
 	var objs []client.Object
 	for _, proto := range r.hooks.Kinds {
 		list := proto.DeepCopyObject().(client.ObjectList)
@@ -464,8 +474,7 @@ func (r *runner) currentView(ctx context.Context) (*memoryReader, error) {
 			objs = append(objs, it.(client.Object))
 		}
 	}
-	r.view, r.viewAt = newMemoryReader(r.target.Scheme, objs), r.events
-	return r.view, nil
+	return objs, nil
 }
 
 func (r *runner) staleView(lag int) *memoryReader {
@@ -575,39 +584,33 @@ var volatile = map[string]bool{
 	"lastTransitionTime": true, "deletionTimestamp": true, "takenAt": true,
 }
 
-func (r *runner) snapshot(ctx context.Context, normalize bool) (map[string]string, error) {
+// endState renders every object, normalised (volatile fields out, keyed
+// lists sorted), keyed by kind/namespace/name: what the differential oracle
+// compares.
+func (r *runner) endState(ctx context.Context) (map[string]string, error) {
+	objs, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
-	for _, proto := range r.hooks.Kinds {
-		list := proto.DeepCopyObject().(client.ObjectList)
-		if err := r.fake.List(ctx, list); err != nil {
-			return nil, err
+	for _, obj := range objs {
+		kind := fmt.Sprintf("%T", obj)
+		if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
+			kind = gvk.Kind
 		}
-		items, err := meta.ExtractList(list)
+		data, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			obj := it.(client.Object)
-			kind := fmt.Sprintf("%T", obj)
-			if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
-				kind = gvk.Kind
-			}
-			data, err := yaml.Marshal(obj)
-			if err != nil {
-				return nil, err
-			}
-			if normalize {
-				var m map[string]any
-				if err := yaml.Unmarshal(data, &m); err != nil {
-					return nil, err
-				}
-				strip(m, r.hooks.VolatileFields)
-				if data, err = yaml.Marshal(m); err != nil {
-					return nil, err
-				}
-			}
-			out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = string(data)
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, err
 		}
+		strip(m, r.hooks.VolatileFields)
+		if data, err = yaml.Marshal(m); err != nil {
+			return nil, err
+		}
+		out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = string(data)
 	}
 	return out, nil
 }
