@@ -2,12 +2,12 @@ package framework
 
 import (
 	"context"
+	"testing"
 	"time"
 )
 
-// contextForCleanup bounds cleanup work that runs after a test's context ended.
-func contextForCleanup() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_ = cancel // released when the timeout fires; cleanup calls are short
-	return ctx
+// cleanupContext bounds cleanup work that runs after a test's own context
+// was cancelled: it keeps the test context's values, not its cancellation.
+func cleanupContext(t testing.TB) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 }

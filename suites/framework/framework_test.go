@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -105,10 +106,10 @@ func TestStatefulSetSimulator(t *testing.T) {
 		g.Expect(c.List(ctx, pods, client.InNamespace("ns"))).To(Succeed())
 		notReady := 0
 		for _, p := range pods.Items {
-			if !podReady(&p) {
+			if !PodReady(&p) {
 				notReady++
 			}
-			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == newRev && !contains(order, p.Name) {
+			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == newRev && !slices.Contains(order, p.Name) {
 				order = append(order, p.Name)
 			}
 		}
@@ -129,15 +130,6 @@ func TestStatefulSetSimulator(t *testing.T) {
 	g.Expect(c.List(ctx, pods, client.InNamespace("ns"))).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))
 	g.Expect(pods.Items[0].Name).To(Equal("x-0"))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // flipper writes a ConfigMap on every pass, like two controllers fighting

@@ -22,7 +22,9 @@ func NewNamespace(t testing.TB, c client.Client, prefix string) string {
 	}
 	t.Cleanup(func() {
 		// The test's context is done by now; cleanup gets its own.
-		_ = c.Delete(contextForCleanup(), ns)
+		ctx, cancel := cleanupContext(t)
+		defer cancel()
+		_ = c.Delete(ctx, ns)
 	})
 	return ns.Name
 }
@@ -33,7 +35,8 @@ func NewNamespace(t testing.TB, c client.Client, prefix string) string {
 // empty list of it.
 func DeleteAllAndWait(t testing.TB, c client.Client, namespace string, proto client.Object, list client.ObjectList) {
 	t.Helper()
-	ctx := contextForCleanup()
+	ctx, cancel := cleanupContext(t)
+	defer cancel()
 	if err := c.DeleteAllOf(ctx, proto, client.InNamespace(namespace)); err != nil {
 		t.Errorf("cleanup: deleting %T in %s: %v", proto, namespace, err)
 		return

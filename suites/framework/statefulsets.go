@@ -202,7 +202,7 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 // outdated, provided every other pod is ready.
 func nextToRoll(pods map[int]*corev1.Pod, replicas, partition int, updateRev string) (int, bool) {
 	for ord := range replicas {
-		if p, ok := pods[ord]; !ok || !podReady(p) {
+		if p, ok := pods[ord]; !ok || !PodReady(p) {
 			return 0, false
 		}
 	}
@@ -276,7 +276,8 @@ func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
 // template for one pod.
 func ClaimName(template, pod string) string { return template + "-" + pod }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady tells whether a pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -329,7 +330,7 @@ func (s *StatefulSetSimulator) writeStatus(ctx context.Context, sts *appsv1.Stat
 	for _, ord := range ords {
 		p := pods[ord]
 		st.Replicas++
-		if podReady(p) {
+		if PodReady(p) {
 			st.ReadyReplicas++
 			st.AvailableReplicas++
 		}

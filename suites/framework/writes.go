@@ -58,9 +58,13 @@ func (l *WriteLog) add(verb string, scheme *runtime.Scheme, obj runtime.Object, 
 	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
 		kind = gvk.Kind
 	}
+	l.append(Write{Verb: verb, Kind: kind, Key: key})
+}
+
+func (l *WriteLog) append(w Write) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.writes = append(l.writes, Write{Verb: verb, Kind: kind, Key: key})
+	l.writes = append(l.writes, w)
 }
 
 // FormatWrites renders writes one per line.
@@ -98,9 +102,7 @@ func (c *recordingClient) Patch(ctx context.Context, obj client.Object, patch cl
 
 func (c *recordingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	kind, key := applyTarget(obj)
-	c.log.mu.Lock()
-	c.log.writes = append(c.log.writes, Write{Verb: "apply", Kind: kind, Key: key})
-	c.log.mu.Unlock()
+	c.log.append(Write{Verb: "apply", Kind: kind, Key: key})
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
@@ -143,9 +145,7 @@ func (s *recordingSubResource) Patch(ctx context.Context, obj client.Object, pat
 
 func (s *recordingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	kind, key := applyTarget(obj)
-	s.parent.log.mu.Lock()
-	s.parent.log.writes = append(s.parent.log.writes, Write{Verb: "apply/" + s.sub, Kind: kind, Key: key})
-	s.parent.log.mu.Unlock()
+	s.parent.log.append(Write{Verb: "apply/" + s.sub, Kind: kind, Key: key})
 	return s.SubResourceClient.Apply(ctx, obj, opts...)
 }
 

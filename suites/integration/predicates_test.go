@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -47,7 +48,7 @@ func TestPredicatesMeasured(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	opts.Metrics.BindAddress = "0" // counted on the suite manager's endpoint (one registry)
 	opts.WebhookServer = nil
-	opts.Controller = config.Controller{SkipNameValidation: ptrTo(true)}
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(env.Config, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -216,5 +217,3 @@ func settleCounts(t *testing.T, read func(context.Context) (map[string]float64, 
 	}
 	return last
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -167,7 +167,7 @@ func (sw *simWorld) joinReadyMembers(ctx context.Context) (bool, error) {
 	before := fmt.Sprint(sw.etcd.Members())
 	ready := map[string]bool{}
 	for _, p := range pods {
-		if podReady(&p) && p.DeletionTimestamp.IsZero() {
+		if framework.PodReady(&p) && p.DeletionTimestamp.IsZero() {
 			ready[p.Name] = true
 			sw.etcd.Join(p.Name, operator.PeerURL(c, p.Name, operator.BuilderOptions{}))
 		}
@@ -281,7 +281,7 @@ func (sw *simWorld) readyPods(ctx context.Context) (int, error) {
 	for _, p := range pods {
 		// Readiness as the kubelet reports it: a failed member's pod stays
 		// Ready until its probe fails, which is all an operator can know.
-		if p.DeletionTimestamp.IsZero() && podReady(&p) {
+		if p.DeletionTimestamp.IsZero() && framework.PodReady(&p) {
 			n++
 		}
 	}

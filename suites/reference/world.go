@@ -109,22 +109,13 @@ func (w *World) JoinReadyMembers(ctx context.Context) (bool, error) {
 		}
 		before := len(w.Etcd.Members())
 		for _, p := range pods.Items {
-			if podReady(&p) {
+			if framework.PodReady(&p) {
 				w.Etcd.Join(p.Name, operator.PeerURL(c, p.Name, operator.BuilderOptions{}))
 			}
 		}
 		changed = changed || len(w.Etcd.Members()) != before
 	}
 	return changed, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Get re-reads obj from the fake API.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -345,5 +344,3 @@ func passes(w Watch, ch change) bool {
 		return w.Predicate.Update(event.UpdateEvent{ObjectOld: ch.old, ObjectNew: ch.new})
 	}
 }
-
-var _ = reflect.TypeOf

@@ -2,6 +2,7 @@ package unit
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -49,7 +50,7 @@ func TestReadinessDrivesConditions(t *testing.T) {
 				WithMessageContaining(tc.notReady...))
 			g.Expect(c.Status.ReadyReplicas).To(BeEquivalentTo(3 - len(tc.notReady)))
 			for _, m := range c.Status.Members {
-				g.Expect(m.Healthy).To(Equal(!contains(tc.notReady, m.Name)), "member %s", m.Name)
+				g.Expect(m.Healthy).To(Equal(!slices.Contains(tc.notReady, m.Name)), "member %s", m.Name)
 			}
 			v, _, err := framework.MetricValue(w.Registry, operator.MetricQuorumAtRisk, map[string]string{"namespace": "default", "name": "db"})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -112,13 +113,4 @@ func TestMemberAPIUnreachableFallsBackToPods(t *testing.T) {
 	w.Etcd.Heal()
 	settle(t, w, c)
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
