@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -30,38 +31,52 @@ type CheckOptions struct {
 
 // Explore runs seeds first, first+1, ... (n of them), each with the
 // differential oracle, on every core, and returns the failure of the lowest
-// failing seed (unshrunk) and how many schedules ran.
+// failing seed (unshrunk) and how many schedules it took to find it (n when
+// none failed). Seeds sharing an input script share one fault-free run.
 func Explore(ctx context.Context, t Target, first uint64, n int, o Options) (*Result, int, error) {
 	cfg := o.Config
 	cfg.Perturbations = perturbationCount(ctx, t)
+	base := newBaselines()
+	var (
+		next    atomic.Int64 // index of the next seed to hand out
+		mu      sync.Mutex
+		lowest  = n // index of the lowest failing (or erroring) seed so far
+		failure *Result
+		failErr error
+	)
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
-	ran := 0
-	for start := 0; start < n; start += workers {
-		batch := min(workers, n-start)
-		results := make([]*Result, batch)
-		errs := make([]error, batch)
-		var wg sync.WaitGroup
-		for i := range batch {
-			wg.Go(func() {
-				seed := first + uint64(start+i)
-				results[i], errs[i] = RunDifferential(ctx, t, Generate(seed, cfg), o)
-				if errs[i] != nil {
-					errs[i] = fmt.Errorf("seed %d: %w", seed, errs[i])
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				mu.Lock()
+				stop := i >= lowest
+				mu.Unlock()
+				if stop || ctx.Err() != nil {
+					return
 				}
-			})
-		}
-		wg.Wait()
-		ran += batch
-		for i := range batch {
-			if errs[i] != nil {
-				return nil, ran, errs[i]
+				seed := first + uint64(i)
+				res, err := runDifferential(ctx, t, Generate(seed, cfg), o, base)
+				if err == nil && res.Violation == nil {
+					continue
+				}
+				mu.Lock()
+				if i < lowest {
+					lowest, failure, failErr = i, res, nil
+					if err != nil {
+						failure, failErr = nil, fmt.Errorf("seed %d: %w", seed, err)
+					}
+				}
+				mu.Unlock()
 			}
-			if results[i].Violation != nil {
-				return results[i], ran, nil
-			}
-		}
+		})
 	}
-	return nil, ran, nil
+	wg.Wait()
+	if lowest == n {
+		return nil, n, ctx.Err()
+	}
+	return failure, lowest + 1, failErr
 }
 
 var perturbationCounts sync.Map // target name -> int

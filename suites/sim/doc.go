@@ -13,7 +13,9 @@
 // on the controller-runtime fake client, checks the target's invariants
 // after every action, then stops the faults and checks liveness: the system
 // settles within a bound and converges to its spec. RunDifferential also runs
-// the same inputs without faults and diffs the end states, as Sieve does. A
+// the same inputs without faults and diffs the end states, as Sieve does;
+// consecutive seeds share an input script (Config.FaultVariants) so that
+// Explore runs each script's fault-free twin once. A
 // failing schedule is shrunk to a minimal set of faults, printed with its
 // trace and a one-line replay command.
 //

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
@@ -101,8 +100,9 @@ type Result struct {
 	Schedule  Schedule
 	Trace     []string
 	Violation *Violation
-	// End is the normalised end state (kind/name -> YAML).
-	End map[string]string
+	// End is the normalised end state: kind/namespace/name -> the object as
+	// unstructured content, volatile fields removed and keyed lists sorted.
+	End map[string]map[string]any
 	// Perturbations names the target's perturbations, for Describe.
 	Perturbations []string
 }
@@ -587,30 +587,23 @@ var volatile = map[string]bool{
 // endState renders every object, normalised (volatile fields out, keyed
 // lists sorted), keyed by kind/namespace/name: what the differential oracle
 // compares.
-func (r *runner) endState(ctx context.Context) (map[string]string, error) {
+func (r *runner) endState(ctx context.Context) (map[string]map[string]any, error) {
 	objs, err := r.listAll(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := make(map[string]map[string]any, len(objs))
 	for _, obj := range objs {
 		kind := fmt.Sprintf("%T", obj)
 		if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
 			kind = gvk.Kind
 		}
-		data, err := yaml.Marshal(obj)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("normalising %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 		strip(m, r.hooks.VolatileFields)
-		if data, err = yaml.Marshal(m); err != nil {
-			return nil, err
-		}
-		out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = string(data)
+		out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = m
 	}
 	return out, nil
 }
@@ -658,11 +651,15 @@ func sortKeyed(list []any) {
 // RunDifferential runs the schedule, and if no invariant broke, runs its
 // inputs again without faults and compares the end states.
 func RunDifferential(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
+	return runDifferential(ctx, t, s, o, nil)
+}
+
+func runDifferential(ctx context.Context, t Target, s Schedule, o Options, cache *baselines) (*Result, error) {
 	res, err := Run(ctx, t, s, o)
 	if err != nil || res.Violation != nil || len(s.Faults()) == 0 {
 		return res, err
 	}
-	base, err := Run(ctx, t, s.WithoutFaults(), o)
+	base, err := cache.run(ctx, t, s.WithoutFaults(), o)
 	if err != nil {
 		return nil, fmt.Errorf("baseline run: %w", err)
 	}
@@ -678,18 +675,62 @@ func RunDifferential(ctx context.Context, t Target, s Schedule, o Options) (*Res
 	return res, nil
 }
 
+// baselines remembers fault-free runs by their inputs. A run is a pure
+// function of its schedule, so schedules that perturb the same input script
+// (consecutive seeds, see Config.FaultVariants, and every candidate while
+// shrinking) need its fault-free twin only once. A nil cache runs every time.
+type baselines struct {
+	mu      sync.Mutex
+	entries map[string]*baseline
+	order   []string // oldest first, for eviction
+}
+
+type baseline struct {
+	once sync.Once
+	res  *Result
+	err  error
+}
+
+// baselinesKept bounds the cache: seeds are explored in order, so the
+// scripts in use at any moment are few.
+const baselinesKept = 64
+
+func newBaselines() *baselines { return &baselines{entries: map[string]*baseline{}} }
+
+func (c *baselines) run(ctx context.Context, t Target, inputs Schedule, o Options) (*Result, error) {
+	if c == nil {
+		return Run(ctx, t, inputs, o)
+	}
+	key := fmt.Sprint(inputs.Actions)
+	c.mu.Lock()
+	b, ok := c.entries[key]
+	if !ok {
+		b = &baseline{}
+		c.entries[key] = b
+		c.order = append(c.order, key)
+		if len(c.order) > baselinesKept {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	b.once.Do(func() { b.res, b.err = Run(ctx, t, inputs, o) })
+	return b.res, b.err
+}
+
 // Shrink reduces a failing schedule to a minimal set of faults that still
 // breaks the same invariant: it drops faults one at a time while the failure
 // persists, until no single fault can go.
 func Shrink(ctx context.Context, t Target, failing *Result, o Options) (*Result, error) {
 	want := failing.Violation.Invariant
+	base := newBaselines()
 	kept := failing.Schedule.Faults()
 	best := failing
 	for changed := true; changed; {
 		changed = false
 		for i := 0; i < len(kept); i++ {
 			candidate := append(append([]int(nil), kept[:i]...), kept[i+1:]...)
-			res, err := RunDifferential(ctx, t, failing.Schedule.Keep(candidate), o)
+			res, err := runDifferential(ctx, t, failing.Schedule.Keep(candidate), o, base)
 			if err != nil {
 				return nil, err
 			}

@@ -119,6 +119,12 @@ type Config struct {
 	Perturbations int
 	// PerturbRate is the chance that an action is a perturbation (0.12 by default).
 	PerturbRate float64
+	// FaultVariants is how many consecutive seeds share one input script
+	// (the actions, perturbations and their choices) and differ only in
+	// their faults, as Sieve perturbs one workload many ways: the script of
+	// seed s is numbered s/FaultVariants. 4 by default; 1 gives every seed
+	// its own script.
+	FaultVariants int
 }
 
 func (c Config) withDefaults() Config {
@@ -131,22 +137,27 @@ func (c Config) withDefaults() Config {
 	if c.PerturbRate == 0 {
 		c.PerturbRate = 0.12
 	}
+	if c.FaultVariants == 0 {
+		c.FaultVariants = 4
+	}
 	return c
 }
 
 var verbs = []string{"get", "list", "create", "update", "patch", "apply", "delete", "patch/status", "update/status"}
 
 // Generate builds the schedule of a seed. The same seed and config always
-// give the same schedule.
+// give the same schedule. The inputs come from the seed's script and the
+// faults from the seed itself, so seeds of one script differ only in faults.
 func Generate(seed uint64, cfg Config) Schedule {
 	cfg = cfg.withDefaults()
-	rng := rand.New(rand.NewPCG(seed, 0x9a7e1e7))
+	script := rand.New(rand.NewPCG(seed/uint64(cfg.FaultVariants), 0x9a7e1e7))
+	faults := rand.New(rand.NewPCG(seed, 0xfa1175))
 	s := Schedule{Seed: seed}
 	for range cfg.Steps {
-		a := Action{Choice: rng.Uint64()}
-		switch r := rng.Float64(); {
+		a := Action{Choice: script.Uint64()}
+		switch r := script.Float64(); {
 		case cfg.Perturbations > 0 && r < cfg.PerturbRate:
-			a.Kind, a.Perturbation = Perturb, rng.IntN(cfg.Perturbations)
+			a.Kind, a.Perturbation = Perturb, script.IntN(cfg.Perturbations)
 		case r < cfg.PerturbRate+0.30:
 			a.Kind = WorldStep
 		case r < cfg.PerturbRate+0.33:
@@ -154,8 +165,8 @@ func Generate(seed uint64, cfg Config) Schedule {
 		default:
 			a.Kind = Reconcile
 		}
-		if rng.Float64() < cfg.FaultRate {
-			a.Fault = randomFault(rng, a.Kind)
+		if faults.Float64() < cfg.FaultRate {
+			a.Fault = randomFault(faults, a.Kind)
 		}
 		s.Actions = append(s.Actions, a)
 	}

@@ -37,6 +37,39 @@ func TestGenerateIsAPureFunctionOfTheSeed(t *testing.T) {
 	g.Expect(s.Describe([]string{"a", "b", "c"})).To(ContainSubstring("reconcile"))
 }
 
+func TestSeedsOfOneScriptShareTheirInputsAndTheFaultFreeRun(t *testing.T) {
+	g := NewWithT(t)
+	cfg := Config{Perturbations: 3} // four seeds per script by default
+	g.Expect(Generate(4, cfg).WithoutFaults().Actions).To(Equal(Generate(7, cfg).WithoutFaults().Actions))
+	g.Expect(Generate(4, cfg).Faults()).NotTo(Equal(Generate(5, cfg).Faults()))
+	g.Expect(Generate(7, cfg).WithoutFaults().Actions).NotTo(Equal(Generate(8, cfg).WithoutFaults().Actions))
+	one := Generate(4, Config{Perturbations: 3, FaultVariants: 1})
+	g.Expect(one.WithoutFaults().Actions).NotTo(Equal(Generate(5, Config{Perturbations: 3, FaultVariants: 1}).WithoutFaults().Actions))
+
+	// Counting setups: each seed of the script runs once with its faults,
+	// and the script once without.
+	target := toyTarget(t)
+	setups := 0
+	inner := target.Setup
+	target.Setup = func(ctx context.Context, w *World) (*Hooks, error) {
+		setups++
+		return inner(ctx, w)
+	}
+	cache := newBaselines()
+	passed := 0
+	for seed := uint64(4); seed <= 7; seed++ {
+		s := Generate(seed, Config{})
+		g.Expect(s.Faults()).NotTo(BeEmpty(), "seed %d", seed)
+		res, err := runDifferential(t.Context(), target, s, Options{}, cache)
+		g.Expect(err).NotTo(HaveOccurred())
+		if res.Violation == nil { // a run that breaks an invariant needs no twin
+			passed++
+		}
+	}
+	g.Expect(passed).To(BeNumerically(">=", 2), "enough seeds reached the twin to show it shared")
+	g.Expect(setups).To(Equal(4+1), "four faulty runs and one shared fault-free run (%d seeds passed)", passed)
+}
+
 func TestFaultyClient(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
