@@ -81,6 +81,8 @@ var (
 	DeletionStarted = controller.DeletionStarted
 	// Quorum is the majority of a number of voting members.
 	Quorum = etcd.Quorum
+	// FaultTolerance is how many voting members can fail while a quorum remains.
+	FaultTolerance = etcd.FaultTolerance
 	// SetupWebhookWithManager serves the validating webhook from a manager.
 	SetupWebhookWithManager = webhook.SetupWithManager
 	// ControllerName is the controller's name in metrics and logs.
@@ -98,6 +100,18 @@ var (
 	MemberName          = builders.MemberName
 	PeerURL             = builders.PeerURL
 	SelectorLabels      = builders.SelectorLabels
+	// MembersConfigMapName names the ConfigMap a starting member reads its
+	// initial cluster (EnvInitialCluster) and state (EnvInitialClusterState,
+	// ClusterStateNew or ClusterStateExisting) from.
+	MembersConfigMapName = builders.MembersConfigMapName
+)
+
+// Keys and values of the members ConfigMap.
+const (
+	EnvInitialCluster      = builders.EnvInitialCluster
+	EnvInitialClusterState = builders.EnvInitialClusterState
+	ClusterStateNew        = builders.ClusterStateNew
+	ClusterStateExisting   = builders.ClusterStateExisting
 )
 
 // NewScheme returns a scheme with the built-in kinds and DatabaseCluster.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,10 +35,16 @@ type StatefulSetSimulator struct {
 	Client client.Client
 	// Namespace limits the simulator to one namespace; empty means all.
 	Namespace string
+	// Probe, when set, is the pods' readiness probe: a pod becomes ready
+	// only when it passes (and SetReady has not made it unready). A
+	// database's world uses it to keep a pod whose process cannot start
+	// (not a member, data lost) from ever becoming ready.
+	Probe func(*corev1.Pod) bool
 
 	mu       sync.Mutex
 	notReady map[string]bool // namespace/pod
 	paused   map[string]bool // namespaces
+	created  int             // pods created, for their UIDs
 }
 
 // Pause stops the simulator from acting in a namespace, for tests that write
@@ -83,8 +90,9 @@ func (s *StatefulSetSimulator) SetReady(ready bool, namespace string, pods ...st
 
 func (s *StatefulSetSimulator) wantReady(p *corev1.Pod) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.notReady[p.Namespace+"/"+p.Name]
+	unready := s.notReady[p.Namespace+"/"+p.Name]
+	s.mu.Unlock()
+	return !unready && (s.Probe == nil || s.Probe(p))
 }
 
 // Step advances every StatefulSet by one step and reports whether it wrote
@@ -173,6 +181,12 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 			continue
 		}
 		p := newPod(sts, ord, updateRev)
+		// The fake API assigns no UIDs; a server would, and a recreated pod
+		// must not pass for the one it replaces.
+		s.mu.Lock()
+		s.created++
+		p.UID = types.UID(fmt.Sprintf("%s-%s-%d", p.Namespace, p.Name, s.created))
+		s.mu.Unlock()
 		switch err := s.Client.Create(ctx, p); {
 		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			return changed, nil // as the real controller: nothing to do in a dying namespace

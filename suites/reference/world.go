@@ -2,7 +2,6 @@ package reference
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +31,8 @@ type World struct {
 	Sim *framework.StatefulSetSimulator
 	// Etcd is the scripted member API.
 	Etcd *operator.FakeEtcd
+	// Processes plays the etcd processes in the member pods.
+	Processes *EtcdWorld
 	// Snapshots is the scripted final-snapshot taker.
 	Snapshots *FakeSnapshotter
 	// Registry holds the operator's metrics.
@@ -66,7 +67,8 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 		Objects:            objs,
 		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
 	})
-	w.Sim = &framework.StatefulSetSimulator{Client: w.Client, Namespace: w.Namespace}
+	w.Processes = &EtcdWorld{Client: w.Client, Etcd: w.Etcd, Namespace: w.Namespace}
+	w.Sim = &framework.StatefulSetSimulator{Client: w.Client, Namespace: w.Namespace, Probe: w.Processes.Probe}
 	w.Reconciler = &operator.Reconciler{
 		Client:      w.Writes.Wrap(w.Faults.Client(w.Client)),
 		Dialer:      w.Etcd.Dialer(),
@@ -77,12 +79,12 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 	w.Driver = &framework.Driver{
 		Reconciler: w.Reconciler,
 		Writes:     w.Writes,
-		Env:        []framework.EnvStep{w.Sim.Step, w.JoinReadyMembers},
+		Env:        []framework.EnvStep{w.Sim.Step, w.Processes.Step},
 		Client:     w.Client,
 		Namespace:  w.Namespace,
 		Kinds: []client.ObjectList{
 			&dbv1.DatabaseClusterList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
-			&policyv1.PodDisruptionBudgetList{}, &corev1.PodList{},
+			&policyv1.PodDisruptionBudgetList{}, &corev1.PodList{}, &corev1.ConfigMapList{},
 		},
 	}
 	return w
@@ -91,31 +93,6 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 // Request names a cluster for Reconcile.
 func Request(c *dbv1.DatabaseCluster) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)}
-}
-
-// JoinReadyMembers is the etcd side of the world: a member pod that is ready
-// has started its etcd process, which joins the cluster under its name.
-func (w *World) JoinReadyMembers(ctx context.Context) (bool, error) {
-	clusters := &dbv1.DatabaseClusterList{}
-	if err := w.Client.List(ctx, clusters, client.InNamespace(w.Namespace)); err != nil {
-		return false, fmt.Errorf("listing DatabaseClusters: %w", err)
-	}
-	changed := false
-	for i := range clusters.Items {
-		c := &clusters.Items[i]
-		pods := &corev1.PodList{}
-		if err := w.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(operator.SelectorLabels(c))); err != nil {
-			return false, fmt.Errorf("listing pods: %w", err)
-		}
-		before := len(w.Etcd.Members())
-		for _, p := range pods.Items {
-			if framework.PodReady(&p) {
-				w.Etcd.Join(p.Name, operator.PeerURL(c, p.Name, operator.BuilderOptions{}))
-			}
-		}
-		changed = changed || len(w.Etcd.Members()) != before
-	}
-	return changed, nil
 }
 
 // Get re-reads obj from the fake API.

@@ -86,7 +86,7 @@ func TestUnhealthyMemberWithReadyPod(t *testing.T) {
 	c := reference.NewCluster("default", "db").Build()
 	w := converged(t, c)
 
-	w.Etcd.SetHealthy("db-1", false)
+	w.Processes.Fail("db-1", true)
 	settle(t, w, c)
 
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonMembersUnhealthy).WithMessageContaining("db-1"))

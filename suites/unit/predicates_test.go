@@ -51,7 +51,7 @@ func TestStatefulSetPredicate(t *testing.T) {
 				old := sts.DeepCopy()
 				changed, err := w.Sim.Step(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
-				_, err = w.JoinReadyMembers(ctx)
+				_, err = w.Processes.Step(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				if !changed {
 					break

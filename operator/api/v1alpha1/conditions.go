@@ -34,6 +34,10 @@ const (
 	ReasonScaling = "Scaling"
 	// ReasonRollingUpdate: members are being replaced with a new pod template.
 	ReasonRollingUpdate = "RollingUpdate"
+	// ReasonWaitingForQuorum: the next membership or rolling step would
+	// leave fewer healthy voters than a quorum; the operator waits, and the
+	// message says which step and why.
+	ReasonWaitingForQuorum = "WaitingForQuorum"
 	// ReasonDeleting: the DatabaseCluster is being deleted.
 	ReasonDeleting = "Deleting"
 	// ReasonReconciled: the cluster matches its spec.

@@ -5,6 +5,7 @@ package builders
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,14 +109,36 @@ func memberHost(c *dbv1.DatabaseCluster, member string, o Options) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", member, HeadlessServiceName(c), c.Namespace, o.domain())
 }
 
-// InitialCluster is etcd's --initial-cluster for members 0..replicas-1.
-func InitialCluster(c *dbv1.DatabaseCluster, replicas int, o Options) string {
-	parts := make([]string, 0, replicas)
-	for i := range replicas {
-		name := MemberName(c, i)
+// InitialCluster is etcd's --initial-cluster for the named members.
+func InitialCluster(c *dbv1.DatabaseCluster, o Options, members ...string) string {
+	parts := make([]string, 0, len(members))
+	for _, name := range members {
 		parts = append(parts, name+"="+PeerURL(c, name, o))
 	}
 	return strings.Join(parts, ",")
+}
+
+// MemberNames are the names of members 0..n-1.
+func MemberNames(c *dbv1.DatabaseCluster, n int) []string {
+	names := make([]string, n)
+	for i := range n {
+		names[i] = MemberName(c, i)
+	}
+	return names
+}
+
+// MemberOrdinal is the ordinal of a member name of this cluster, or false
+// for a name that is not one of its pods'.
+func MemberOrdinal(c *dbv1.DatabaseCluster, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, StatefulSetName(c)+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // ownerReference marks the DatabaseCluster as the controller of a child, so

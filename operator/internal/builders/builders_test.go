@@ -64,13 +64,14 @@ func TestStatefulSet(t *testing.T) {
 	c := cluster(3)
 	c.Spec.Storage.StorageClassName = ptr.To("fast")
 	c.Spec.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}
-	sts := StatefulSet(c, Options{})
+	sts := StatefulSet(c, 3, Options{})
 
 	g.Expect(*sts.Spec.Replicas).To(BeEquivalentTo(3))
 	g.Expect(*sts.Spec.ServiceName).To(Equal(HeadlessServiceName(c)))
 	g.Expect(*sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
 	g.Expect(sts.Spec.Selector.MatchLabels).To(Equal(SelectorLabels(c)))
 	g.Expect(sts.Spec.Template.Labels).To(HaveKeyWithValue(LabelInstance, "db"))
+	g.Expect(*sts.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType), "the operator replaces members one at a time")
 	g.Expect(*sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled).To(Equal(appsv1.DeletePersistentVolumeClaimRetentionPolicyType))
 
 	pvc := sts.Spec.VolumeClaimTemplates[0]
@@ -95,48 +96,76 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(*ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 	g.Expect(*ctr.LivenessProbe.HTTPGet.Path).To(Equal("/livez"))
 	g.Expect(*ctr.VolumeMounts[0].MountPath).To(Equal(DataMountPath))
+	g.Expect(*ctr.EnvFrom[0].ConfigMapRef.Name).To(Equal(MembersConfigMapName(c)), "the initial cluster comes from the ConfigMap, not the template")
+	g.Expect(*ctr.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
 	g.Expect((*ctr.Resources.Limits)[corev1.ResourceMemory]).To(Equal(resource.MustParse("512Mi")))
 	g.Expect(ctr.Resources.Requests).To(BeNil())
 }
 
 func TestStatefulSetWithoutStorageClassUsesDefault(t *testing.T) {
 	g := NewWithT(t)
-	sts := StatefulSet(cluster(1), Options{})
+	sts := StatefulSet(cluster(1), 1, Options{})
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(BeNil())
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources).To(BeNil())
 }
 
 func TestEtcdArgs(t *testing.T) {
 	cases := []struct {
-		name     string
-		replicas int
-		domain   string
-		want     []string
+		name   string
+		domain string
+		want   []string
 	}{
-		{"three members", 3, "", []string{
+		{"default domain", "", []string{
 			"--name=$(POD_NAME)",
 			"--data-dir=/var/lib/etcd/data",
 			"--advertise-client-urls=http://$(POD_NAME).db.ns.svc.cluster.local:2379",
 			"--initial-advertise-peer-urls=http://$(POD_NAME).db.ns.svc.cluster.local:2380",
-			"--initial-cluster=db-0=http://db-0.db.ns.svc.cluster.local:2380,db-1=http://db-1.db.ns.svc.cluster.local:2380,db-2=http://db-2.db.ns.svc.cluster.local:2380",
-			"--initial-cluster-state=new",
 			"--initial-cluster-token=ns-db-u1",
 		}},
-		{"one member, custom domain", 1, "k8s.example", []string{
-			"--initial-cluster=db-0=http://db-0.db.ns.svc.k8s.example:2380",
+		{"custom domain", "k8s.example", []string{
+			"--initial-advertise-peer-urls=http://$(POD_NAME).db.ns.svc.k8s.example:2380",
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			args := EtcdArgs(cluster(int32(tc.replicas)), tc.replicas, Options{ClusterDomain: tc.domain})
+			args := EtcdArgs(cluster(3), Options{ClusterDomain: tc.domain})
 			for _, want := range tc.want {
 				g.Expect(args).To(ContainElement(want))
 			}
 			for _, a := range args {
 				g.Expect(strings.HasPrefix(a, "--")).To(BeTrue(), "arg %q", a)
+				g.Expect(a).NotTo(HavePrefix("--initial-cluster="), "the initial cluster changes with membership: it lives in the ConfigMap")
+				g.Expect(a).NotTo(HavePrefix("--initial-cluster-state="))
 			}
 		})
+	}
+}
+
+func TestMembersConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster(3)
+	cm := MembersConfigMap(c, ClusterStateExisting, []string{"db-0", "db-1", "db-3"}, Options{})
+	g.Expect(*cm.Name).To(Equal("db-members"))
+	g.Expect(cm.Data).To(Equal(map[string]string{
+		"ETCD_INITIAL_CLUSTER":       "db-0=http://db-0.db.ns.svc.cluster.local:2380,db-1=http://db-1.db.ns.svc.cluster.local:2380,db-3=http://db-3.db.ns.svc.cluster.local:2380",
+		"ETCD_INITIAL_CLUSTER_STATE": "existing",
+	}))
+	g.Expect(cm.OwnerReferences).To(HaveLen(1))
+	g.Expect(MemberNames(c, 2)).To(Equal([]string{"db-0", "db-1"}))
+}
+
+func TestMemberOrdinal(t *testing.T) {
+	c := cluster(3)
+	for name, want := range map[string]int{"db-0": 0, "db-7": 7, "db-12": 12} {
+		if got, ok := MemberOrdinal(c, name); !ok || got != want {
+			t.Errorf("MemberOrdinal(%q) = %d, %v; want %d", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"", "db", "db-", "db-x", "db-01", "db--1", "other-0", "dbx-0"} {
+		if got, ok := MemberOrdinal(c, name); ok {
+			t.Errorf("MemberOrdinal(%q) = %d, true; want no ordinal", name, got)
+		}
 	}
 }
 

@@ -46,9 +46,12 @@ func Validate(c *dbv1.DatabaseCluster) error {
 // StatefulSet runs one etcd member per pod. Pods start in parallel (a new
 // etcd cluster needs every initial member up to elect a leader), each with its
 // own volume from spec.storage, and run under the restricted Pod Security
-// Standard. Call Validate first.
-func StatefulSet(c *dbv1.DatabaseCluster, o Options) *appsv1ac.StatefulSetApplyConfiguration {
-	replicas := c.DesiredReplicas()
+// Standard. replicas is decided by the membership, not read from the spec:
+// the StatefulSet grows only after etcd knows the new member and shrinks only
+// after etcd has let the old one go. Pods are replaced only when the
+// operator deletes them (OnDelete), one member at a time, followers before
+// the leader. Call Validate first.
+func StatefulSet(c *dbv1.DatabaseCluster, replicas int32, o Options) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c)).
 		WithOwnerReferences(ownerReference(c)).
@@ -58,17 +61,17 @@ func StatefulSet(c *dbv1.DatabaseCluster, o Options) *appsv1ac.StatefulSetApplyC
 			WithPodManagementPolicy(appsv1.ParallelPodManagement).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
-				WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+				WithType(appsv1.OnDeleteStatefulSetStrategyType)).
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				// A removed member's data can never rejoin (etcd would refuse its
 				// old member ID), so its volume goes with it.
 				WithWhenScaled(appsv1.DeletePersistentVolumeClaimRetentionPolicyType).
 				WithWhenDeleted(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)).
-			WithTemplate(podTemplate(c, int(replicas), o)).
+			WithTemplate(podTemplate(c, o)).
 			WithVolumeClaimTemplates(volumeClaimTemplate(c)))
 }
 
-func podTemplate(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.PodTemplateSpecApplyConfiguration {
+func podTemplate(c *dbv1.DatabaseCluster, o Options) *corev1ac.PodTemplateSpecApplyConfiguration {
 	return corev1ac.PodTemplateSpec().
 		WithLabels(Labels(c)).
 		WithSpec(corev1ac.PodSpec().
@@ -81,19 +84,27 @@ func podTemplate(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.Pod
 				WithFSGroup(EtcdUID).
 				WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 				WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-			WithContainers(container(c, replicas, o)))
+			WithContainers(container(c, o)))
 }
 
-func container(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.ContainerApplyConfiguration {
+func container(c *dbv1.DatabaseCluster, o Options) *corev1ac.ContainerApplyConfiguration {
 	ctr := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(c.Spec.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand("etcd").
-		WithArgs(EtcdArgs(c, replicas, o)...).
+		WithArgs(EtcdArgs(c, o)...).
 		WithEnv(corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(
 			corev1ac.EnvVarSource().WithFieldRef(
 				corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.name")))).
+		// The initial cluster changes with the membership; reading it from a
+		// ConfigMap when the container starts keeps it out of the template,
+		// so that a scale change restarts nobody.
+		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(
+			corev1ac.ConfigMapEnvSource().WithName(MembersConfigMapName(c)))).
+		// etcd's last words (a lost data directory panics in raft) become the
+		// termination message the operator reads to replace such a member.
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithPorts(
 			containerPort(ClientPortName, ClientPort),
 			containerPort(PeerPortName, PeerPort),
@@ -122,8 +133,9 @@ func container(c *dbv1.DatabaseCluster, replicas int, o Options) *corev1ac.Conta
 }
 
 // EtcdArgs are the etcd flags of every member. $(POD_NAME) is expanded by the
-// kubelet, so one template serves every ordinal.
-func EtcdArgs(c *dbv1.DatabaseCluster, replicas int, o Options) []string {
+// kubelet, so one template serves every ordinal. The initial cluster and its
+// state come from the members ConfigMap, as ETCD_* variables.
+func EtcdArgs(c *dbv1.DatabaseCluster, o Options) []string {
 	self := "$(POD_NAME)"
 	return []string{
 		"--name=" + self,
@@ -133,8 +145,6 @@ func EtcdArgs(c *dbv1.DatabaseCluster, replicas int, o Options) []string {
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
 		"--advertise-client-urls=" + ClientURL(c, self, o),
 		"--initial-advertise-peer-urls=" + PeerURL(c, self, o),
-		"--initial-cluster=" + InitialCluster(c, replicas, o),
-		"--initial-cluster-state=new",
 		"--initial-cluster-token=" + c.Namespace + "-" + c.Name + "-" + string(c.UID),
 	}
 }

@@ -29,10 +29,14 @@ const (
 	// merge-patching the whole object as read, without a resourceVersion, so
 	// a stale read writes an old spec back over the user's change.
 	BugStaleSpecOverwrite Bug = "stale-spec-overwrite"
+	// BugUnsafeScaleDown (quorum ignored): a scale-down removes the
+	// highest member without checking that the others keep a quorum of
+	// healthy voters, as when another member is unhealthy.
+	BugUnsafeScaleDown Bug = "unsafe-scale-down"
 )
 
 // AllBugs lists every variant.
 var AllBugs = []Bug{
 	BugStatusBeforeChildWrite, BugFinalizerBeforeSnapshot, BugImpatientRoll,
-	BugPDBWithoutOwner, BugHotLoop, BugStaleSpecOverwrite,
+	BugPDBWithoutOwner, BugHotLoop, BugStaleSpecOverwrite, BugUnsafeScaleDown,
 }

@@ -25,12 +25,14 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	var list []etcd.Member
+	s.endpoints = endpoints
 	if r.Dialer != nil && len(endpoints) > 0 {
 		var err error
 		if list, err = r.listMembers(ctx, endpoints); err != nil {
 			s.memberAPIErr = err
 		} else {
 			s.membersFromAPI = true
+			s.apiMembers = list
 		}
 	}
 	s.members = mergeMembers(s.cluster, ready, list, s.membersFromAPI, r.Builders)

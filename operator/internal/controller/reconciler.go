@@ -90,7 +90,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=database.gauntlet.dev,resources=databaseclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
@@ -121,9 +122,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.validateSpec,
 		r.reconcileServices,
 		r.bugEarlyStatus,
+		r.readMembersConfig,
+		r.readMembers,
+		r.reconcileMembership,
 		r.reconcileStatefulSet,
+		r.rollMembers,
 		r.reconcileDisruptionBudget,
-		r.observeMembers,
 	)
 }
 
@@ -187,6 +191,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, o SetupOptions) error {
 			predicate.Or(predicate.GenerationChangedPredicate{}, DeletionStarted()))).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(o.StatefulSetPredicate)).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 	if o.Filter != nil {

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 )
 
 // scope carries one pass: the object, what the phases observed, and how the
@@ -29,6 +30,23 @@ type scope struct {
 	membersObserved bool
 	membersFromAPI  bool
 	memberAPIErr    error
+	// apiMembers is etcd's member list (when membersFromAPI), endpoints the
+	// client URLs of ready members, foreignMembers those that belong to no
+	// pod of this cluster.
+	apiMembers     []etcd.Member
+	endpoints      []string
+	foreignMembers []etcd.Member
+
+	// configState and configMembers are the members ConfigMap as read
+	// (empty before it exists); replicas is the StatefulSet size the
+	// membership calls for.
+	configState   string
+	configMembers []string
+	replicas      int32
+
+	// progressReason and progressMessage say what membership or rolling step
+	// this pass took, or why it waits; empty when it had nothing to do.
+	progressReason, progressMessage string
 
 	// Conditions the phases found; each maps to a condition reason.
 	invalidSpec  error

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,18 +28,19 @@ func (r *Reconciler) validateSpec(_ context.Context, s *scope) (ctrl.Result, err
 	return ctrl.Result{}, nil
 }
 
-// reconcileStatefulSet applies the members' StatefulSet and reads its pods.
+// reconcileStatefulSet applies the members' StatefulSet at the size the
+// membership calls for.
 func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
-	desired := builders.StatefulSet(s.cluster, r.Builders)
+	desired := builders.StatefulSet(s.cluster, s.replicas, r.Builders)
 	if bug(BugHotLoop) {
 		desired.Spec.Template.WithAnnotations(map[string]string{"gauntlet.dev/reconciled-at": r.now().Format("15:04:05.000")})
 	}
 	existing := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
-	previousImage := ""
 	changed, err := applyChild(ctx, r.Client, s.cluster, "StatefulSet", existing, desired, appsv1ac.ExtractStatefulSet)
 	if err != nil {
 		return s.childError(err)
 	}
+	previousImage := ""
 	if len(existing.Spec.Template.Spec.Containers) > 0 {
 		previousImage = existing.Spec.Template.Spec.Containers[0].Image
 	}
@@ -48,13 +48,6 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.R
 		s.statefulSet = existing
 	}
 	s.statefulSetChanged = changed
-
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(s.cluster.Namespace),
-		client.MatchingLabels(builders.SelectorLabels(s.cluster))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing member pods: %w", err)
-	}
-	s.pods = pods.Items
 	if bug(BugImpatientRoll) && changed && previousImage != "" && previousImage != s.cluster.Spec.Image {
 		// Wrong on purpose: restarts every member at once.
 		for i := range s.pods {

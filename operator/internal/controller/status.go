@@ -34,6 +34,10 @@ type observation struct {
 	foreignChild error
 	snapshotErr  error
 
+	// progressReason and progressMessage: the membership or rolling step
+	// the pass took or waits on.
+	progressReason, progressMessage string
+
 	// previous conditions, for what a pass did not observe and for telling
 	// a cluster that is still being created from one that lost members.
 	previous []metav1.Condition
@@ -53,6 +57,8 @@ func (s *scope) observation() observation {
 		invalidSpec:        s.invalidSpec,
 		foreignChild:       s.foreignChild,
 		snapshotErr:        s.snapshotErr,
+		progressReason:     s.progressReason,
+		progressMessage:    s.progressMessage,
 		previous:           s.originalStatus.Conditions,
 	}
 }
@@ -160,10 +166,12 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked, o.foreignChild.Error())
 	case !o.membersObserved:
 		return keepOr(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonCreating, "creating members")
+	case o.progressMessage != "":
+		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, o.progressReason, o.progressMessage)
 	case sts == nil || (!o.wasAvailable() && available.Status != metav1.ConditionTrue):
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonCreating,
 			fmt.Sprintf("creating members: %d of %d healthy", healthyCount(o.members), o.desired))
-	case o.statefulSetChanged && sts.Spec.Replicas != nil && *sts.Spec.Replicas != o.desired,
+	case sts.Spec.Replicas != nil && *sts.Spec.Replicas != o.desired,
 		sts.Spec.Replicas != nil && sts.Status.Replicas != *sts.Spec.Replicas:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonScaling,
 			fmt.Sprintf("scaling from %d to %d members", sts.Status.Replicas, o.desired))

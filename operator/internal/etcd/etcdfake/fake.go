@@ -108,24 +108,81 @@ func (c *Cluster) Calls() []Call {
 	return append([]Call(nil), c.calls...)
 }
 
-// Join makes the member with this name and peer URL part of the cluster, as
-// an etcd process does when it starts: a learner registered with that peer
-// URL takes the name; otherwise a new voting member is added (bootstrap). The
-// first member becomes leader. It returns the member.
-func (c *Cluster) Join(name, peerURL string) etcd.Member {
+// Bootstrap forms the cluster from its initial members, as the first etcd
+// process started with --initial-cluster-state=new does: every initial
+// member is registered as a voter under its name, unstarted and so
+// unhealthy until its own process starts; the first is the leader. It does
+// nothing once the cluster has members.
+func (c *Cluster) Bootstrap(names, peerURLs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.members) > 0 {
+		return
+	}
+	for i, name := range names {
+		m := c.addLocked(name, peerURLs[i], false)
+		m.Healthy = false
+	}
+}
+
+// Start is an etcd process starting with its data or joining: it succeeds
+// for a member registered under this name, or for a learner registered with
+// this peer URL (which takes the name). Any other process cannot start
+// (etcd exits: it is not a member), and Start returns false.
+func (c *Cluster) Start(name, peerURL string) (etcd.Member, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.members {
 		if m.Name == name {
-			return *m
-		}
-		if m.Name == "" && contains(m.PeerURLs, peerURL) {
-			m.Name = name
-			return *m
+			return *m, true
 		}
 	}
-	m := c.addLocked(name, peerURL, false)
-	return *m
+	for _, m := range c.members {
+		if m.Name == "" && contains(m.PeerURLs, peerURL) {
+			m.Name = name
+			return *m, true
+		}
+	}
+	return etcd.Member{}, false
+}
+
+// Elect makes the first healthy voter leader when the leader is gone or
+// unhealthy and a quorum of voters is healthy, as raft would; without a
+// quorum nobody leads.
+func (c *Cluster) Elect() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	voters, healthy := 0, 0
+	var leader *etcd.Member
+	for _, m := range c.members {
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+		}
+		if m.Leader {
+			leader = m
+		}
+	}
+	if healthy < etcd.Quorum(voters) {
+		if leader != nil {
+			leader.Leader = false
+		}
+		return
+	}
+	if leader != nil && leader.Healthy {
+		return
+	}
+	for _, m := range c.membersLocked() {
+		if !m.IsLearner && m.Healthy {
+			for _, x := range c.members {
+				x.Leader = x.ID == m.ID
+			}
+			return
+		}
+	}
 }
 
 // SetHealthy sets the health of the named member.

@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+)
+
+// Membership changes go through etcd's own API, one per pass, and only when
+// the cluster keeps a quorum of healthy voters through the change:
+//
+//	step                     voters after   must hold before the step
+//	add learner              V              healthy >= quorum(V)
+//	promote learner L        V+1            L healthy, healthy+1 >= quorum(V+1)
+//	remove voter X           V-1            healthy - (X healthy) >= quorum(V-1)
+//	remove learner           V              nothing (a learner does not vote)
+//	move leader to Y         V              Y a healthy voter
+//	replace pod (upgrade)    V              every member healthy, none pending
+//
+// quorum(V) = V/2+1 (see etcd.Quorum for the tolerance table). A step whose
+// rule does not hold is not taken: the pass requeues and Progressing says
+// why. The StatefulSet follows the membership: it has one pod per member
+// ordinal, so it grows only after a learner is registered and shrinks only
+// after the member is gone.
+
+// Requeue intervals of membership changes, which no watch reports.
+const (
+	// MembershipRecheckInterval comes back while a change waits on etcd (a
+	// learner catching up, a leader moving, a member starting).
+	MembershipRecheckInterval = 2 * time.Second
+)
+
+// member is one etcd member with the ordinal of the pod that runs it.
+type member struct {
+	etcd.Member
+	ordinal int
+	// name is the pod name: etcd's name once started, or the one whose peer
+	// URL a learner was registered with.
+	name string
+}
+
+// readMembersConfig reads the members ConfigMap: whether the cluster has
+// bootstrapped, and with which members.
+func (r *Reconciler) readMembersConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: builders.MembersConfigMapName(s.cluster)}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading the members ConfigMap: %w", err)
+	}
+	s.configState = cm.Data[builders.EnvInitialClusterState]
+	s.configMembers = parseInitialCluster(cm.Data[builders.EnvInitialCluster])
+	return ctrl.Result{}, nil
+}
+
+func parseInitialCluster(v string) []string {
+	var names []string
+	for part := range strings.SplitSeq(v, ",") {
+		if name, _, ok := strings.Cut(part, "="); ok && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// readMembers reads the StatefulSet and its pods, then the members through
+// etcd's API.
+func (r *Reconciler) readMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	sts := &appsv1.StatefulSet{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: builders.StatefulSetName(s.cluster)}, sts); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	default:
+		s.statefulSet = sts
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(s.cluster.Namespace),
+		client.MatchingLabels(builders.SelectorLabels(s.cluster))); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing member pods: %w", err)
+	}
+	s.pods = pods.Items
+	return r.observeMembers(ctx, s)
+}
+
+// reconcileMembership takes at most one membership step toward the spec,
+// then writes the members ConfigMap and decides the StatefulSet's size.
+func (r *Reconciler) reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	desired := int(c.DesiredReplicas())
+	state := builders.ClusterStateExisting
+	var names []string
+	var res ctrl.Result
+
+	switch {
+	case s.configState != builders.ClusterStateExisting:
+		// Bootstrap: every initial member starts at once with state "new".
+		names = s.configMembers
+		if len(names) == 0 {
+			names = builders.MemberNames(c, desired)
+		}
+		state = builders.ClusterStateNew
+		if s.bootstrapQuorum(len(names)) {
+			// Formed: from now on a starting member joins an existing cluster.
+			state = builders.ClusterStateExisting
+		}
+		s.replicas = int32(len(names))
+	case r.Dialer == nil:
+		// Without etcd's API nothing can be asked of the membership: the
+		// operator only sizes the StatefulSet (a configuration for tests
+		// that have no etcd; production always has the API).
+		names = builders.MemberNames(c, desired)
+		s.replicas = int32(desired)
+	case !s.membersFromAPI:
+		// Keep everything as it is until etcd answers.
+		names = s.configMembers
+		s.replicas = int32(len(names))
+		if s.statefulSet != nil && s.statefulSet.Spec.Replicas != nil {
+			s.replicas = *s.statefulSet.Spec.Replicas
+		}
+		if len(names) != desired {
+			s.waitFor(dbv1.ReasonScaling, "cannot change membership: etcd's member API is unreachable")
+		}
+		return ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+	default:
+		members := s.classifyMembers(r.Builders)
+		var err error
+		members, res, err = r.membershipStep(ctx, s, members, desired)
+		if err != nil {
+			return res, err
+		}
+		top := -1
+		for _, m := range members {
+			names = append(names, m.name)
+			top = max(top, m.ordinal)
+		}
+		s.replicas = int32(top + 1)
+	}
+	sort.Slice(names, func(i, j int) bool { return ordinalOf(c, names[i]) < ordinalOf(c, names[j]) })
+	if err := r.applyMembersConfig(ctx, s, state, names); err != nil {
+		return s.childError(err)
+	}
+	return res, nil
+}
+
+func ordinalOf(c *dbv1.DatabaseCluster, name string) int {
+	if o, ok := builders.MemberOrdinal(c, name); ok {
+		return o
+	}
+	return 1 << 30
+}
+
+func (r *Reconciler) applyMembersConfig(ctx context.Context, s *scope, state string, names []string) error {
+	desired := builders.MembersConfigMap(s.cluster, state, names, r.Builders)
+	existing := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
+	_, err := applyChild(ctx, r.Client, s.cluster, "ConfigMap", existing, desired, corev1ac.ExtractConfigMap)
+	return err
+}
+
+// bootstrapQuorum tells whether the bootstrap members have formed a cluster:
+// a quorum of them healthy in etcd's eyes, or ready when there is no API.
+func (s *scope) bootstrapQuorum(bootstrap int) bool {
+	if s.membersFromAPI {
+		q := quorumOf(s.members)
+		return q.voters > 0 && q.healthyVoters >= etcd.Quorum(q.voters)
+	}
+	ready := 0
+	for _, m := range s.members {
+		if m.Healthy {
+			ready++
+		}
+	}
+	return ready >= etcd.Quorum(bootstrap)
+}
+
+// classifyMembers pairs each etcd member with its pod ordinal, by name or,
+// for a learner whose process has not started, by peer URL. Members that
+// belong to no pod of this cluster are left out of the plan (they still
+// count in the quorum arithmetic through status).
+func (s *scope) classifyMembers(o builders.Options) []member {
+	c := s.cluster
+	var out []member
+	for _, m := range s.apiMembers {
+		name := m.Name
+		if _, ok := builders.MemberOrdinal(c, name); !ok {
+			name = ""
+			for i := range maxOrdinals {
+				candidate := builders.MemberName(c, i)
+				if slices.Contains(m.PeerURLs, builders.PeerURL(c, candidate, o)) {
+					name = candidate
+					break
+				}
+			}
+		}
+		if ord, ok := builders.MemberOrdinal(c, name); ok {
+			out = append(out, member{Member: m, ordinal: ord, name: name})
+		} else {
+			s.foreignMembers = append(s.foreignMembers, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ordinal < out[j].ordinal })
+	return out
+}
+
+// maxOrdinals bounds the peer-URL search: the spec allows at most 9 members,
+// and a scale-down leaves at most a few more behind.
+const maxOrdinals = 32
+
+// membershipStep plans and takes one step, and returns the membership as it
+// is after the step.
+func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []member, desired int) ([]member, ctrl.Result, error) {
+	c := s.cluster
+	voters, healthy := 0, 0
+	for _, m := range s.apiMembers {
+		if !m.IsLearner {
+			voters++
+			if m.Healthy {
+				healthy++
+			}
+		}
+	}
+	wait := func(reason, format string, args ...any) ([]member, ctrl.Result, error) {
+		s.waitFor(reason, fmt.Sprintf(format, args...))
+		return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+	}
+
+	// A learner in flight comes first: never two changes at once.
+	if i := slices.IndexFunc(members, func(m member) bool { return m.IsLearner }); i >= 0 {
+		l := members[i]
+		switch {
+		case l.ordinal >= desired:
+			if err := r.memberCall(ctx, s, "removing learner "+l.name, func(cl etcd.Client) error { return cl.Remove(ctx, l.ID) }); err != nil {
+				return members, ctrl.Result{}, err
+			}
+			s.step("removed learner %s, no longer wanted", l.name)
+			return slices.Delete(members, i, i+1), ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+		case !l.Healthy || l.Name == "":
+			return wait(dbv1.ReasonScaling, "adding member %s: waiting for the learner to start", l.name)
+		case healthy+1 < etcd.Quorum(voters+1):
+			return wait(dbv1.ReasonWaitingForQuorum, "promoting %s would leave %d healthy of %d voters, below quorum %d",
+				l.name, healthy+1, voters+1, etcd.Quorum(voters+1))
+		}
+		err := r.memberCall(ctx, s, "promoting "+l.name, func(cl etcd.Client) error { return cl.Promote(ctx, l.ID) })
+		if errors.Is(err, etcd.ErrLearnerNotReady) {
+			return wait(dbv1.ReasonScaling, "adding member %s: the learner is catching up with the leader", l.name)
+		}
+		if err != nil {
+			return members, ctrl.Result{}, err
+		}
+		members[i].IsLearner = false
+		s.step("promoted %s to a voting member", l.name)
+		return members, ctrl.Result{}, nil
+	}
+
+	// Scale down: the highest ordinal beyond the spec goes first.
+	if n := len(members); n > 0 && members[n-1].ordinal >= desired {
+		x := members[n-1]
+		after := healthy
+		if x.Healthy {
+			after--
+		}
+		if !bug(BugUnsafeScaleDown) && (voters-1 < 1 || after < etcd.Quorum(voters-1)) {
+			return wait(dbv1.ReasonWaitingForQuorum, "removing %s would leave %d healthy of %d voters, below quorum %d",
+				x.name, after, voters-1, etcd.Quorum(voters-1))
+		}
+		if x.Leader {
+			to := -1
+			for j, m := range members {
+				if j != n-1 && m.Healthy && !m.IsLearner {
+					to = j
+					break
+				}
+			}
+			if to < 0 {
+				return wait(dbv1.ReasonWaitingForQuorum, "removing %s: no healthy voter to hand leadership to", x.name)
+			}
+			y := members[to]
+			if err := r.memberCall(ctx, s, "moving leadership to "+y.name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, y.ID) }); err != nil {
+				return members, ctrl.Result{}, err
+			}
+			s.step("moved leadership from %s to %s before removing it", x.name, y.name)
+			return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+		}
+		if err := r.memberCall(ctx, s, "removing "+x.name, func(cl etcd.Client) error { return cl.Remove(ctx, x.ID) }); err != nil {
+			return members, ctrl.Result{}, err
+		}
+		s.step("removed member %s", x.name)
+		return members[:n-1], ctrl.Result{}, nil
+	}
+
+	// Scale up: the lowest missing ordinal joins as a learner.
+	if len(members) < desired {
+		ord := 0
+		for _, m := range members {
+			if m.ordinal != ord {
+				break
+			}
+			ord++
+		}
+		name := builders.MemberName(c, ord)
+		if healthy < etcd.Quorum(voters) {
+			return wait(dbv1.ReasonWaitingForQuorum, "adding %s: only %d of %d voters healthy, quorum is %d",
+				name, healthy, voters, etcd.Quorum(voters))
+		}
+		var added etcd.Member
+		if err := r.memberCall(ctx, s, "adding learner "+name, func(cl etcd.Client) error {
+			var err error
+			added, err = cl.AddLearner(ctx, builders.PeerURL(c, name, r.Builders))
+			return err
+		}); err != nil {
+			return members, ctrl.Result{}, err
+		}
+		s.step("added %s as a learner", name)
+		members = append(members, member{Member: added, ordinal: ord, name: name})
+		sort.Slice(members, func(i, j int) bool { return members[i].ordinal < members[j].ordinal })
+		return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+	}
+	return members, ctrl.Result{}, nil
+}
+
+// memberCall runs one mutating call on etcd's API. A failure ends the pass
+// with an error (retried with backoff) and is shown in status.
+func (r *Reconciler) memberCall(ctx context.Context, s *scope, what string, call func(etcd.Client) error) error {
+	cl, err := r.Dialer.Dial(ctx, s.endpoints)
+	if err != nil {
+		return fmt.Errorf("%s: connecting to etcd: %w", what, err)
+	}
+	defer func() { _ = cl.Close() }()
+	if err := call(cl); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// waitFor records why the pass could not take its next step.
+func (s *scope) waitFor(reason, msg string) {
+	s.progressReason, s.progressMessage = reason, msg
+}
+
+// step records the membership step this pass took.
+func (s *scope) step(format string, args ...any) {
+	s.progressReason, s.progressMessage = dbv1.ReasonScaling, fmt.Sprintf(format, args...)
+}
