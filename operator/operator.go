@@ -68,6 +68,11 @@ const (
 const (
 	EtcdMethodDial        = etcdfake.MethodDial
 	EtcdMethodListMembers = etcdfake.MethodListMembers
+	EtcdMethodAddLearner  = etcdfake.MethodAddLearner
+	EtcdMethodPromote     = etcdfake.MethodPromote
+	EtcdMethodRemove      = etcdfake.MethodRemove
+	EtcdMethodMoveLeader  = etcdfake.MethodMoveLeader
+	EtcdMethodSnapshot    = etcdfake.MethodSnapshot
 )
 
 var (

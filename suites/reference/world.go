@@ -2,12 +2,16 @@ package reference
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,7 +54,7 @@ type World struct {
 // NewWorld builds a world in namespace "default" holding objs.
 func NewWorld(t testing.TB, objs ...client.Object) *World {
 	t.Helper()
-	scheme, err := operator.NewScheme()
+	scheme, mapper, err := worldScheme()
 	if err != nil {
 		t.Fatalf("building scheme: %v", err)
 	}
@@ -66,6 +70,7 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 	w.Client = framework.NewFakeClient(scheme, framework.FakeClientOptions{
 		Objects:            objs,
 		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
+		RESTMapper:         mapper,
 	})
 	w.Processes = &EtcdWorld{Client: w.Client, Etcd: w.Etcd, Namespace: w.Namespace}
 	w.Sim = &framework.StatefulSetSimulator{Client: w.Client, Namespace: w.Namespace, Probe: w.Processes.Probe}
@@ -89,6 +94,23 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 	}
 	return w
 }
+
+// worldScheme builds the scheme and its REST mapper once: the mapper walks
+// every kind and costs more than the rest of a world.
+var worldScheme = func() func() (*runtime.Scheme, meta.RESTMapper, error) {
+	build := sync.OnceValues(func() (*runtime.Scheme, error) { return operator.NewScheme() })
+	mapper := sync.OnceValue(func() meta.RESTMapper {
+		scheme, _ := build()
+		return testrestmapper.TestOnlyStaticRESTMapper(scheme)
+	})
+	return func() (*runtime.Scheme, meta.RESTMapper, error) {
+		scheme, err := build()
+		if err != nil {
+			return nil, nil, err
+		}
+		return scheme, mapper(), nil
+	}
+}()
 
 // Request names a cluster for Reconcile.
 func Request(c *dbv1.DatabaseCluster) reconcile.Request {

@@ -69,7 +69,7 @@ func (r *Reconciler) bugEarlyStatus(ctx context.Context, s *scope) (ctrl.Result,
 	s.cluster.Status.ObservedGeneration = s.cluster.Generation
 	meta.SetStatusCondition(&s.cluster.Status.Conditions, metav1.Condition{
 		Type: dbv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: dbv1.ReasonReconciled,
-		Message:            fmt.Sprintf("%d members match the spec", s.cluster.DesiredReplicas()),
+		Message:            fmt.Sprintf("%s, as the spec asks", countMembers(int(s.cluster.DesiredReplicas()))),
 		ObservedGeneration: s.cluster.Generation, LastTransitionTime: metav1.NewTime(r.now()),
 	})
 	if equality.Semantic.DeepEqual(base.Status, s.cluster.Status) {

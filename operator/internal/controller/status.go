@@ -150,7 +150,7 @@ func degradedCondition(o observation, available metav1.Condition) metav1.Conditi
 			"health inferred from pod readiness: "+o.memberAPIErr.Error())
 	default:
 		return condition(o, dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy,
-			fmt.Sprintf("all %d members healthy", len(o.members)))
+			fmt.Sprintf("all %s healthy", countMembers(len(o.members))))
 	}
 }
 
@@ -181,7 +181,7 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 			fmt.Sprintf("rolling members to the new template: %d of %d updated", sts.Status.UpdatedReplicas, o.desired))
 	default:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled,
-			fmt.Sprintf("%d members match the spec", o.desired))
+			fmt.Sprintf("%s, as the spec asks", countMembers(int(o.desired))))
 	}
 }
 
@@ -259,4 +259,12 @@ func (r *Reconciler) conditionEvent(c *dbv1.DatabaseCluster, cond metav1.Conditi
 		eventType = corev1.EventTypeWarning
 	}
 	r.event(c, eventType, cond.Reason, "StatusChange", "%s is %s: %s", cond.Type, cond.Status, cond.Message)
+}
+
+// countMembers renders "1 member" or "n members".
+func countMembers(n int) string {
+	if n == 1 {
+		return "1 member"
+	}
+	return fmt.Sprintf("%d members", n)
 }
