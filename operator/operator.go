@@ -111,8 +111,10 @@ var (
 	MembersConfigMapName = builders.MembersConfigMapName
 )
 
-// Keys and values of the members ConfigMap.
+// Keys and values of the members ConfigMap, and names in the pod template.
 const (
+	DataVolumeName         = builders.DataVolumeName
+	ContainerName          = builders.ContainerName
 	EnvInitialCluster      = builders.EnvInitialCluster
 	EnvInitialClusterState = builders.EnvInitialClusterState
 	ClusterStateNew        = builders.ClusterStateNew

@@ -150,7 +150,8 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 	updateRev := Revision(sts)
 	changed := false
 
-	// Scale down: delete pods at or above the replica count.
+	// Scale down: delete pods at or above the replica count (and their
+	// claims, when the retention policy says so).
 	for ord, p := range pods {
 		if ord >= replicas {
 			if err := s.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
@@ -158,6 +159,14 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 			}
 			delete(pods, ord)
 			changed = true
+			if policy := sts.Spec.PersistentVolumeClaimRetentionPolicy; policy != nil && policy.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+				for _, t := range sts.Spec.VolumeClaimTemplates {
+					claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: ClaimName(t.Name, p.Name)}}
+					if err := s.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+						return changed, fmt.Errorf("simulator: deleting claim %s: %w", claim.Name, err)
+					}
+				}
+			}
 		}
 	}
 	// Rolling update: replace the highest outdated ordinal while all others are ready.
@@ -181,6 +190,9 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 			continue
 		}
 		p := newPod(sts, ord, updateRev)
+		if err := s.ensureClaims(ctx, sts, p.Name); err != nil {
+			return changed, err
+		}
 		// The fake API assigns no UIDs; a server would, and a recreated pod
 		// must not pass for the one it replaces.
 		s.mu.Lock()
@@ -210,6 +222,35 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 	}
 	c, err := s.writeStatus(ctx, sts, pods, updateRev)
 	return changed || c, err
+}
+
+// ensureClaims creates the pod's missing claims from the claim templates,
+// as the StatefulSet controller does before it creates the pod; with the
+// WhenDeleted=Delete retention policy the StatefulSet owns them.
+func (s *StatefulSetSimulator) ensureClaims(ctx context.Context, sts *appsv1.StatefulSet, pod string) error {
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		claim := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: ClaimName(t.Name, pod), Labels: t.Labels},
+			Spec:       *t.Spec.DeepCopy(),
+		}
+		if policy := sts.Spec.PersistentVolumeClaimRetentionPolicy; policy != nil && policy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+			claim.OwnerReferences = []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}}
+		}
+		s.mu.Lock()
+		s.created++
+		claim.UID = types.UID(fmt.Sprintf("%s-%s-%d", claim.Namespace, claim.Name, s.created))
+		s.mu.Unlock()
+		switch err := s.Client.Create(ctx, claim); {
+		case apierrors.IsAlreadyExists(err):
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		case err != nil:
+			return fmt.Errorf("simulator: creating claim %s: %w", claim.Name, err)
+		}
+	}
+	return nil
 }
 
 // nextToRoll picks the highest ordinal at or above partition whose revision is

@@ -37,6 +37,7 @@ type EtcdWorld struct {
 	running map[types.UID]bool // pods whose etcd process started
 	failed  map[string]bool    // member names that stop answering
 	last    string             // etcd's view after the previous step
+	started map[uint64]bool    // members whose process has run once
 }
 
 // Probe is the member pods' readiness probe (framework.StatefulSetSimulator.Probe):
@@ -122,7 +123,8 @@ func (e *EtcdWorld) stepCluster(ctx context.Context, c *dbv1.DatabaseCluster) er
 	}
 	live := map[types.UID]bool{}
 	healthy := map[string]bool{}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -135,11 +137,11 @@ func (e *EtcdWorld) stepCluster(ctx context.Context, c *dbv1.DatabaseCluster) er
 				}
 				e.Etcd.Bootstrap(initial, urls)
 			}
-			if _, ok := e.Etcd.Start(p.Name, peerURL(p.Name)); ok {
-				e.running[p.UID] = true
+			if err := e.start(ctx, c, p, peerURL(p.Name)); err != nil {
+				return err
 			}
 		}
-		healthy[p.Name] = e.running[p.UID] && !e.failed[p.Name] && framework.PodReady(&p)
+		healthy[p.Name] = e.running[p.UID] && !e.failed[p.Name] && framework.PodReady(p)
 	}
 	for uid := range e.running {
 		if !live[uid] {
@@ -159,6 +161,94 @@ func (e *EtcdWorld) stepCluster(ctx context.Context, c *dbv1.DatabaseCluster) er
 		}
 	}
 	return nil
+}
+
+// DataAnnotation marks a member volume (in this world) with the ID of the
+// member whose data it holds, as etcd's data directory would; lostPrefix
+// marks a WAL with that ID but no raft log (written before a panic).
+const (
+	DataAnnotation = "gauntlet.dev/etcd-member-data"
+	lostPrefix     = "lost:"
+)
+
+// Last words of an etcd process, as etcd prints them.
+const (
+	// LostDataMessage: a started member restarted on an empty volume.
+	LostDataMessage = "panic: tocommit(9) is out of range [lastIndex(0)]. Was the raft log corrupted, truncated, or lost?"
+	// RemovedMessage: a member's data belongs to a member no longer in the cluster.
+	RemovedMessage = "etcdserver: the member has been permanently removed from the cluster"
+)
+
+// start runs a pod's etcd process by etcd's rules, reading and writing the
+// data marker on its volume; a process that cannot start leaves its last
+// words in the pod's status, as the kubelet does with
+// FallbackToLogsOnError. Called with e.mu held.
+func (e *EtcdWorld) start(ctx context.Context, c *dbv1.DatabaseCluster, p *corev1.Pod, peerURL string) error {
+	claim := &corev1.PersistentVolumeClaim{}
+	switch err := e.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: framework.ClaimName(operator.DataVolumeName, p.Name)}, claim); {
+	case apierrors.IsNotFound(err):
+		return nil // no volume: the pod cannot start its container
+	case err != nil:
+		return err
+	}
+	data := claim.Annotations[DataAnnotation]
+	var named *operator.EtcdMember
+	for _, m := range e.Etcd.Members() {
+		if m.Name == p.Name {
+			named = &m
+		}
+	}
+	switch {
+	case named != nil && (data == lostPrefix+named.IDString() || (data == "" && e.started[named.ID])):
+		// A started member on an empty volume: etcd writes a WAL under
+		// the member's ID, then raft panics; every restart panics again.
+		if data == "" {
+			if claim.Annotations == nil {
+				claim.Annotations = map[string]string{}
+			}
+			claim.Annotations[DataAnnotation] = lostPrefix + named.IDString()
+			if err := e.Client.Update(ctx, claim); err != nil {
+				return err
+			}
+		}
+		return e.crash(ctx, p, LostDataMessage)
+	case data != "" && (named == nil || named.IDString() != data):
+		return e.crash(ctx, p, RemovedMessage)
+	}
+	m, ok := e.Etcd.Start(p.Name, peerURL)
+	if !ok {
+		return nil // not a member: etcd exits at once
+	}
+	if e.started == nil {
+		e.started = map[uint64]bool{}
+	}
+	e.started[m.ID] = true
+	e.running[p.UID] = true
+	if data == "" {
+		if claim.Annotations == nil {
+			claim.Annotations = map[string]string{}
+		}
+		claim.Annotations[DataAnnotation] = m.IDString()
+		if err := e.Client.Update(ctx, claim); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *EtcdWorld) crash(ctx context.Context, p *corev1.Pod, message string) error {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.LastTerminationState.Terminated; t != nil && t.Message == message {
+			return nil // already crash-looping with these words
+		}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name:                 operator.ContainerName,
+		RestartCount:         1,
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: message}},
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+	}}
+	return e.Client.Status().Update(ctx, p)
 }
 
 func (e *EtcdWorld) membersConfig(ctx context.Context, c *dbv1.DatabaseCluster) (string, []string, error) {

@@ -183,7 +183,8 @@ func (sw *simWorld) updateSpec(ctx context.Context, mutate func(*dbv1.DatabaseCl
 }
 
 // perturbations are what the world does to the cluster. Without the member
-// API the operator cannot change the membership, so no scale arrives.
+// API the operator cannot change the membership, so no scale arrives and
+// no volume is lost (its member could not be replaced).
 func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 	all := []sim.Perturbation{
 		// 3 or 5 members, both ways. Smaller clusters tolerate no member
@@ -220,6 +221,42 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 			}
 			return pod.Name + " deleted", nil
 		}},
+		// One volume at a time, from a healthy cluster of three or more:
+		// losing a majority's data is a disaster to restore from a
+		// snapshot, not something an operator may repair on its own.
+		{Name: "volume-lost", Apply: func(ctx context.Context, choice uint64) (string, error) {
+			name := fmt.Sprintf("db-%d", choice%3)
+			pods, err := sw.pods(ctx)
+			if err != nil {
+				return "", err
+			}
+			running := map[string]bool{}
+			for _, p := range pods {
+				running[p.Name] = p.DeletionTimestamp.IsZero() && framework.PodReady(&p) && sw.processes.Probe(&p)
+			}
+			voters := 0
+			for _, m := range sw.etcd.Members() {
+				if m.IsLearner || !m.Healthy || !running[m.Name] {
+					return "no-op: a member is not healthy", nil
+				}
+				if err := sw.w.Client.Get(ctx, client.ObjectKey{Namespace: simNamespace, Name: "data-" + m.Name}, &corev1.PersistentVolumeClaim{}); err != nil {
+					return "no-op: a member has no volume", client.IgnoreNotFound(err)
+				}
+				voters++
+			}
+			if voters < 3 {
+				return "no-op: fewer than 3 healthy voters", nil
+			}
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: "data-" + name}}
+			if err := sw.w.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: name}}
+			if err := sw.w.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+			return name + " lost its volume and was deleted", nil
+		}},
 		{Name: "delete-cluster", Apply: func(ctx context.Context, choice uint64) (string, error) {
 			// Rare: only one choice in four deletes, so most runs keep a cluster.
 			if sw.deleted || choice%4 != 0 {
@@ -237,7 +274,7 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 		}},
 	}
 	if !memberAPI {
-		all = slices.DeleteFunc(all, func(p sim.Perturbation) bool { return p.Name == "scale" })
+		all = slices.DeleteFunc(all, func(p sim.Perturbation) bool { return p.Name == "scale" || p.Name == "volume-lost" })
 	}
 	return all
 }

@@ -311,3 +311,36 @@ func expectQuorum(t *testing.T, w *reference.World) {
 		t.Fatalf("%d learners at once: %v", learners, w.Etcd.Members())
 	}
 }
+
+// TestLostVolumeIsReplacedAsANewMember deletes a member's volume claim and
+// pod, as a lost disk would: the pod comes back on an empty volume, etcd
+// refuses it (its raft log is gone), and the operator removes the member,
+// clears the volume and adds it back as a learner, then promotes it. The
+// steps are compared with testdata/replace-lost-volume.golden.
+func TestLostVolumeIsReplacedAsANewMember(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "db").Build()
+	w := reference.NewWorld(t, c)
+	settle(t, w, c)
+	before := map[string]string{}
+	for _, m := range w.Etcd.Members() {
+		before[m.Name] = m.IDString()
+	}
+	tr := newTranscript(t, w, c)
+	tr.replicas = 3
+	tr.logf("the volume of db-1 is lost")
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "data-db-1"}}
+	g.Expect(w.Client.Delete(ctx, claim)).To(Succeed())
+	g.Expect(w.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "db-1"}})).To(Succeed())
+	tr.settle()
+	expectMembers(t, w, c, 3)
+	for _, m := range w.Etcd.Members() {
+		if m.Name == "db-1" {
+			g.Expect(m.IDString()).NotTo(Equal(before["db-1"]), "db-1 rejoined as a new member")
+		} else {
+			g.Expect(m.IDString()).To(Equal(before[m.Name]), "%s kept its identity", m.Name)
+		}
+	}
+	compareGolden(t, filepath.Join("testdata", "replace-lost-volume.golden"), strings.Join(tr.lines, "\n")+"\n")
+}

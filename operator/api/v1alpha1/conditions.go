@@ -38,6 +38,9 @@ const (
 	// leave fewer healthy voters than a quorum; the operator waits, and the
 	// message says which step and why.
 	ReasonWaitingForQuorum = "WaitingForQuorum"
+	// ReasonReplacingMember: a member whose pod lost its data is being
+	// removed and added back as a new member on a clean volume.
+	ReasonReplacingMember = "ReplacingMember"
 	// ReasonDeleting: the DatabaseCluster is being deleted.
 	ReasonDeleting = "Deleting"
 	// ReasonReconciled: the cluster matches its spec.

@@ -37,3 +37,7 @@ func MembersConfigMap(c *dbv1.DatabaseCluster, state string, members []string, o
 			EnvInitialClusterState: state,
 		})
 }
+
+// DataClaimName is the name the StatefulSet controller gives a member's
+// data volume claim.
+func DataClaimName(member string) string { return DataVolumeName + "-" + member }

@@ -147,12 +147,18 @@ func (r *Reconciler) reconcileMembership(ctx context.Context, s *scope) (ctrl.Re
 		if err != nil {
 			return res, err
 		}
+		// One pod per member ordinal; the StatefulSet shrinks only past
+		// the spec (a scale-down), never under a member being replaced.
 		top := -1
 		for _, m := range members {
 			names = append(names, m.name)
 			top = max(top, m.ordinal)
 		}
-		s.replicas = int32(top + 1)
+		current := 0
+		if s.statefulSet != nil && s.statefulSet.Spec.Replicas != nil {
+			current = int(*s.statefulSet.Spec.Replicas)
+		}
+		s.replicas = int32(max(top+1, min(desired, current)))
 	}
 	sort.Slice(names, func(i, j int) bool { return ordinalOf(c, names[i]) < ordinalOf(c, names[j]) })
 	if err := r.applyMembersConfig(ctx, s, state, names); err != nil {
@@ -179,7 +185,7 @@ func (r *Reconciler) applyMembersConfig(ctx context.Context, s *scope, state str
 // a quorum of them healthy in etcd's eyes, or ready when there is no API.
 func (s *scope) bootstrapQuorum(bootstrap int) bool {
 	if s.membersFromAPI {
-		q := quorumOf(s.members)
+		q := quorumOf(s.members, true)
 		return q.voters > 0 && q.healthyVoters >= etcd.Quorum(q.voters)
 	}
 	ready := 0
@@ -252,6 +258,13 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 			}
 			s.step("removed learner %s, no longer wanted", l.name)
 			return slices.Delete(members, i, i+1), ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+		case lostData(s.pod(l.name)) != "":
+			// The learner's pod starts on what is left of a removed member.
+			if err := r.wipeMember(ctx, s, s.pod(l.name)); err != nil {
+				return members, ctrl.Result{}, err
+			}
+			s.waitFor(dbv1.ReasonReplacingMember, fmt.Sprintf("adding member %s: deleted its pod and volume, which held a removed member's data", l.name))
+			return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 		case !l.Healthy || l.Name == "":
 			return wait(dbv1.ReasonScaling, "adding member %s: waiting for the learner to start", l.name)
 		case healthy+1 < etcd.Quorum(voters+1):
@@ -268,6 +281,27 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 		members[i].IsLearner = false
 		s.step("promoted %s to a voting member", l.name)
 		return members, ctrl.Result{}, nil
+	}
+
+	// A member whose pod came back without its data (a lost volume) can
+	// never rejoin as itself: it is removed, to rejoin as a new member.
+	for i, m := range members {
+		if m.IsLearner || m.Healthy || m.ordinal >= desired {
+			continue
+		}
+		why := lostData(s.pod(m.name))
+		if why == "" {
+			continue
+		}
+		if healthy < etcd.Quorum(voters-1) {
+			return wait(dbv1.ReasonWaitingForQuorum, "replacing %s: removing it would leave %d healthy of %d voters, below quorum %d",
+				m.name, healthy, voters-1, etcd.Quorum(voters-1))
+		}
+		if err := r.memberCall(ctx, s, "removing "+m.name, func(cl etcd.Client) error { return cl.Remove(ctx, m.ID) }); err != nil {
+			return members, ctrl.Result{}, err
+		}
+		s.waitFor(dbv1.ReasonReplacingMember, fmt.Sprintf("replacing %s, which restarted without its data (%s): removed it, it rejoins as a new member", m.name, why))
+		return slices.Delete(members, i, i+1), ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 	}
 
 	// Scale down: the highest ordinal beyond the spec goes first.
@@ -316,6 +350,15 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 			ord++
 		}
 		name := builders.MemberName(c, ord)
+		if pod := s.pod(name); lostData(pod) != "" {
+			// Its volume holds what is left of a removed member: clear it
+			// first, or the new member would start on the old one's data.
+			if err := r.wipeMember(ctx, s, pod); err != nil {
+				return members, ctrl.Result{}, err
+			}
+			s.waitFor(dbv1.ReasonReplacingMember, fmt.Sprintf("replacing %s: deleted its pod and volume, so that it starts clean", name))
+			return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+		}
 		if healthy < etcd.Quorum(voters) {
 			return wait(dbv1.ReasonWaitingForQuorum, "adding %s: only %d of %d voters healthy, quorum is %d",
 				name, healthy, voters, etcd.Quorum(voters))
@@ -358,4 +401,58 @@ func (s *scope) waitFor(reason, msg string) {
 // step records the membership step this pass took.
 func (s *scope) step(format string, args ...any) {
 	s.progressReason, s.progressMessage = dbv1.ReasonScaling, fmt.Sprintf(format, args...)
+}
+
+// Last words of etcd processes that can never start as the member they
+// were: the kubelet keeps them as the container's termination message
+// (FallbackToLogsOnError).
+var lostDataSignatures = []struct{ text, why string }{
+	{"raft log corrupted, truncated, or lost", "its raft log is gone"},
+	{"has been permanently removed from the cluster", "its data belongs to a removed member"},
+	{"has already been bootstrapped", "it tried to bootstrap an existing cluster"},
+}
+
+// lostData says why the pod's etcd can never start as the member it was,
+// from the container's last termination message, or "" if nothing says so.
+func lostData(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil {
+				continue
+			}
+			for _, sig := range lostDataSignatures {
+				if strings.Contains(t.Message, sig.text) {
+					return sig.why
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (s *scope) pod(name string) *corev1.Pod {
+	for i := range s.pods {
+		if s.pods[i].Name == name {
+			return &s.pods[i]
+		}
+	}
+	return nil
+}
+
+// wipeMember deletes a member's volume claim, then its pod: the
+// StatefulSet controller recreates both, the claim empty.
+func (r *Reconciler) wipeMember(ctx context.Context, s *scope, pod *corev1.Pod) error {
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+		Namespace: pod.Namespace, Name: builders.DataClaimName(pod.Name),
+	}}
+	if err := r.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the volume claim of %s: %w", pod.Name, err)
+	}
+	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	return nil
 }

@@ -68,10 +68,15 @@ type quorumView struct {
 	voters, healthyVoters, learners, unhealthy int
 }
 
-func quorumOf(members []dbv1.MemberStatus) quorumView {
+// quorumOf counts the members. With etcd's API (fromAPI), an expected
+// member that etcd does not list (no ID: not yet added) is not a voter.
+func quorumOf(members []dbv1.MemberStatus, fromAPI bool) quorumView {
 	var q quorumView
 	for _, m := range members {
 		switch {
+		case fromAPI && m.ID == "":
+			q.unhealthy++
+			continue
 		case m.Learner:
 			q.learners++
 		case m.Healthy:
@@ -108,7 +113,7 @@ func availableCondition(o observation) metav1.Condition {
 	if !o.membersObserved {
 		return keepOr(o, dbv1.ConditionAvailable, metav1.ConditionFalse, dbv1.ReasonBootstrapping, "members have not been observed yet")
 	}
-	q := quorumOf(o.members)
+	q := quorumOf(o.members, o.membersFromAPI)
 	msg := fmt.Sprintf("%d of %d voting members healthy, quorum is %d", q.healthyVoters, q.voters, etcd.Quorum(q.voters))
 	switch {
 	case q.hasQuorum():
@@ -221,7 +226,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passErr error) e
 	}
 	if s.membersObserved {
 		st.Members = s.members
-		q := quorumOf(s.members)
+		q := quorumOf(s.members, s.membersFromAPI)
 		r.Metrics.SetMembers(c.Namespace, c.Name, q.healthyVoters, q.unhealthy, q.learners, q.atRisk())
 	}
 	now := metav1.NewTime(r.now())
