@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -34,11 +36,19 @@ func (e *ForeignChildError) Error() string {
 //
 // A child that exists but is controlled by another owner is never touched:
 // applyChild returns a *ForeignChildError.
+//
+// Comparing costs more than the rest of a steady-state pass, so a match is
+// remembered in seen by the object's UID and resourceVersion: while neither
+// the object nor the desired configuration changes, the next pass trusts it.
 func applyChild[T client.Object, A runtime.ApplyConfiguration](
-	ctx context.Context, c client.Client, owner *dbv1.DatabaseCluster, kind string,
+	ctx context.Context, c client.Client, seen *appliedCache, owner *dbv1.DatabaseCluster, kind string,
 	existing T, desired A, extract func(T, string) (A, error),
 ) (changed bool, err error) {
 	key := client.ObjectKeyFromObject(existing)
+	desiredJSON, err := json.Marshal(desired)
+	if err != nil {
+		return false, fmt.Errorf("encoding desired %s: %w", kind, err)
+	}
 	switch err := c.Get(ctx, key, existing); {
 	case apierrors.IsNotFound(err):
 		// Create it below.
@@ -46,6 +56,8 @@ func applyChild[T client.Object, A runtime.ApplyConfiguration](
 		return false, fmt.Errorf("reading %s: %w", kind, err)
 	case !metav1.IsControlledBy(existing, owner):
 		return false, &ForeignChildError{Kind: kind, Name: key.Name}
+	case seen.matches(kind, existing, desiredJSON):
+		return false, nil
 	default:
 		applied, err := extract(existing, FieldOwner)
 		if err != nil {
@@ -56,6 +68,7 @@ func applyChild[T client.Object, A runtime.ApplyConfiguration](
 			return false, fmt.Errorf("comparing applied %s: %w", kind, err)
 		}
 		if same {
+			seen.remember(kind, existing, desiredJSON)
 			return false, nil
 		}
 	}
@@ -129,4 +142,38 @@ func isEmpty(v any) bool {
 	default:
 		return false
 	}
+}
+
+// appliedCache remembers, per child, the version of the object last found to
+// match a desired configuration. The zero value is ready to use; a fresh
+// reconciler starts empty and compares again.
+type appliedCache struct {
+	mu      sync.Mutex
+	entries map[string]appliedEntry
+}
+
+type appliedEntry struct {
+	uid             types.UID
+	resourceVersion string
+	desired         string
+}
+
+func (a *appliedCache) key(kind string, obj client.Object) string {
+	return kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+func (a *appliedCache) matches(kind string, obj client.Object, desired []byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[a.key(kind, obj)]
+	return ok && obj.GetResourceVersion() != "" && e.uid == obj.GetUID() && e.resourceVersion == obj.GetResourceVersion() && e.desired == string(desired)
+}
+
+func (a *appliedCache) remember(kind string, obj client.Object, desired []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.entries == nil {
+		a.entries = map[string]appliedEntry{}
+	}
+	a.entries[a.key(kind, obj)] = appliedEntry{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), desired: string(desired)}
 }

@@ -19,7 +19,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) (c
 		desired.OwnerReferences = nil
 	}
 	existing := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
-	if _, err := applyChild(ctx, r.Client, s.cluster, "PodDisruptionBudget", existing, desired, policyv1ac.ExtractPodDisruptionBudget); err != nil {
+	if _, err := applyChild(ctx, r.Client, &r.applied, s.cluster, "PodDisruptionBudget", existing, desired, policyv1ac.ExtractPodDisruptionBudget); err != nil {
 		return s.childError(err)
 	}
 	return ctrl.Result{}, nil

@@ -177,7 +177,7 @@ func ordinalOf(c *dbv1.DatabaseCluster, name string) int {
 func (r *Reconciler) applyMembersConfig(ctx context.Context, s *scope, state string, names []string) error {
 	desired := builders.MembersConfigMap(s.cluster, state, names, r.Builders)
 	existing := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
-	_, err := applyChild(ctx, r.Client, s.cluster, "ConfigMap", existing, desired, corev1ac.ExtractConfigMap)
+	_, err := applyChild(ctx, r.Client, &r.applied, s.cluster, "ConfigMap", existing, desired, corev1ac.ExtractConfigMap)
 	return err
 }
 

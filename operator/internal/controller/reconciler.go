@@ -83,6 +83,9 @@ type Reconciler struct {
 	Builders builders.Options
 	// Clock stamps condition transitions; nil uses the wall clock.
 	Clock clock.PassiveClock
+
+	// applied remembers children found to match what the operator applies.
+	applied appliedCache
 }
 
 // +kubebuilder:rbac:groups=database.gauntlet.dev,resources=databaseclusters,verbs=get;list;watch;update;patch

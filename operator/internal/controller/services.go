@@ -20,7 +20,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Resu
 		builders.ClientService(s.cluster),
 	} {
 		existing := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
-		if _, err := applyChild(ctx, r.Client, s.cluster, "Service", existing, desired, corev1ac.ExtractService); err != nil {
+		if _, err := applyChild(ctx, r.Client, &r.applied, s.cluster, "Service", existing, desired, corev1ac.ExtractService); err != nil {
 			return s.childError(err)
 		}
 	}

@@ -36,7 +36,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.R
 		desired.Spec.Template.WithAnnotations(map[string]string{"gauntlet.dev/reconciled-at": r.now().Format("15:04:05.000")})
 	}
 	existing := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
-	changed, err := applyChild(ctx, r.Client, s.cluster, "StatefulSet", existing, desired, appsv1ac.ExtractStatefulSet)
+	changed, err := applyChild(ctx, r.Client, &r.applied, s.cluster, "StatefulSet", existing, desired, appsv1ac.ExtractStatefulSet)
 	if err != nil {
 		return s.childError(err)
 	}
