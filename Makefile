@@ -28,12 +28,12 @@ GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so
 # `go test ./...` stays hermetic.
-# The unit tier is every hermetic package. The etcd client's package needs a
-# real etcd binary (test-etcd); the certificate manager and the integration
-# suite need a real API server (test-int).
-ETCD_PKGS := ./operator/internal/etcd
+# The unit tier is every hermetic package. The etcd client's and the snapshot
+# packages need real etcd binaries (test-etcd); the certificate manager and
+# the integration suite need a real API server (test-int).
+ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 ##@ General
@@ -89,7 +89,7 @@ test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and me
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 $(UNIT_PKGS)
 
 .PHONY: test-etcd
-test-etcd: $(GOTESTSUM) etcd-bins ## The etcd member client against a real 3-process etcd on loopback.
+test-etcd: $(GOTESTSUM) etcd-bins ## The etcd member client and the snapshot Job's commands against real etcd processes on loopback.
 	@mkdir -p $(ARTIFACTS)
 	GAUNTLET_ETCD_BIN=$(ETCD_BIN) $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-etcd.xml -- -count=1 $(ETCD_PKGS)
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +30,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/snapshot"
 	dbwebhook "github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
@@ -147,16 +149,17 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	// No Snapshotter yet: the Job-based final snapshot comes with the etcd
-	// issue. Until then a deletion with deletionPolicy Snapshot keeps its
-	// finalizer and says why in Degraded (nothing is deleted unsnapshotted);
-	// deletionPolicy Delete works.
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a clientset for pod logs: %w", err)
+	}
 	r := &controller.Reconciler{
 		Client:   mgr.GetClient(),
 		Events:   mgr.GetEventRecorder(controller.FieldOwner),
 		Metrics:  metrics.NewRecorder(ctrlmetrics.Registry),
 		Builders: builders.Options{ClusterDomain: o.clusterDomain},
 	}
+	r.Snapshotter = &snapshot.Job{Client: mgr.GetClient(), Logs: snapshot.PodLogs{Clientset: clientset}, Builders: r.Builders}
 	if o.memberAPI {
 		r.Dialer = etcd.NewDialer(etcd.DialerOptions{})
 	}
