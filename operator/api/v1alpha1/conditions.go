@@ -41,6 +41,9 @@ const (
 	// ReasonReplacingMember: a member whose pod lost its data is being
 	// removed and added back as a new member on a clean volume.
 	ReasonReplacingMember = "ReplacingMember"
+	// ReasonRestoring: members' volumes are being restored from
+	// spec.restoreFrom before they first start.
+	ReasonRestoring = "Restoring"
 	// ReasonDeleting: the DatabaseCluster is being deleted.
 	ReasonDeleting = "Deleting"
 	// ReasonReconciled: the cluster matches its spec.
@@ -69,6 +72,9 @@ const (
 	// ReasonSnapshotFailed: the final snapshot before deletion failed; the
 	// finalizer stays and the snapshot is retried with backoff.
 	ReasonSnapshotFailed = "SnapshotFailed"
+	// ReasonRestoreFailed: restoring a member from spec.restoreFrom failed;
+	// the restore is retried, and the message says what the Job reported.
+	ReasonRestoreFailed = "RestoreFailed"
 	// ReasonReconcileError: a pass failed on an API error; it is retried with
 	// backoff.
 	ReasonReconcileError = "ReconcileError"

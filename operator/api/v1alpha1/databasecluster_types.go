@@ -22,6 +22,7 @@ const (
 const Finalizer = "database.gauntlet.dev/final-snapshot"
 
 // DatabaseClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom can only be set when the cluster is created"
 type DatabaseClusterSpec struct {
 	// Replicas is the number of etcd members. Odd sizes tolerate the most
 	// failures for their cost: 3 tolerates one, 5 tolerates two.
@@ -51,6 +52,29 @@ type DatabaseClusterSpec struct {
 	// +kubebuilder:default=Snapshot
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// RestoreFrom bootstraps the new cluster from a snapshot instead of an
+	// empty keyspace: every member's volume is restored from it before the
+	// members first start. It is set at creation and cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: a cluster is restored once, when it is created"
+	// +optional
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+}
+
+// RestoreSource names a snapshot file on a volume claim in the cluster's
+// namespace, such as the final snapshot a deleted cluster left behind (its
+// status.lastSnapshot.location reads pvc/<claimName>/<file>).
+type RestoreSource struct {
+	// ClaimName is the PersistentVolumeClaim that holds the snapshot.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	ClaimName string `json:"claimName"`
+	// File is the snapshot's file name on that claim.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	File string `json:"file"`
 }
 
 // StorageSpec describes each member's persistent volume.

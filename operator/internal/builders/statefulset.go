@@ -145,7 +145,7 @@ func EtcdArgs(c *dbv1.DatabaseCluster, o Options) []string {
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
 		"--advertise-client-urls=" + ClientURL(c, self, o),
 		"--initial-advertise-peer-urls=" + PeerURL(c, self, o),
-		"--initial-cluster-token=" + c.Namespace + "-" + c.Name + "-" + string(c.UID),
+		"--initial-cluster-token=" + ClusterToken(c),
 	}
 }
 

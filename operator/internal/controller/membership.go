@@ -118,6 +118,7 @@ func (r *Reconciler) reconcileMembership(ctx context.Context, s *scope) (ctrl.Re
 			names = builders.MemberNames(c, desired)
 		}
 		state = builders.ClusterStateNew
+		s.bootstrapMembers = names
 		if s.bootstrapQuorum(len(names)) {
 			// Formed: from now on a starting member joins an existing cluster.
 			state = builders.ClusterStateExisting

@@ -132,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.readMembersConfig,
 		r.readMembers,
 		r.reconcileMembership,
+		r.restoreMembers,
 		r.reconcileStatefulSet,
 		r.rollMembers,
 		r.reconcileDisruptionBudget,

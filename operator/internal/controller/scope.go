@@ -43,6 +43,9 @@ type scope struct {
 	configState   string
 	configMembers []string
 	replicas      int32
+	// bootstrapMembers are the members the cluster starts with, while it
+	// has not bootstrapped.
+	bootstrapMembers []string
 
 	// progressReason and progressMessage say what membership or rolling step
 	// this pass took, or why it waits; empty when it had nothing to do.
@@ -52,6 +55,7 @@ type scope struct {
 	invalidSpec  error
 	foreignChild error
 	snapshotErr  error
+	restoreErr   error
 
 	// result is the merged requeue request of the phases run so far; stop ends
 	// the pass after the current phase.

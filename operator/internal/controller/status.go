@@ -33,6 +33,7 @@ type observation struct {
 	invalidSpec  error
 	foreignChild error
 	snapshotErr  error
+	restoreErr   error
 
 	// progressReason and progressMessage: the membership or rolling step
 	// the pass took or waits on.
@@ -57,6 +58,7 @@ func (s *scope) observation() observation {
 		invalidSpec:        s.invalidSpec,
 		foreignChild:       s.foreignChild,
 		snapshotErr:        s.snapshotErr,
+		restoreErr:         s.restoreErr,
 		progressReason:     s.progressReason,
 		progressMessage:    s.progressMessage,
 		previous:           s.originalStatus.Conditions,
@@ -133,6 +135,8 @@ func degradedCondition(o observation, available metav1.Condition) metav1.Conditi
 		return condition(o, dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonSnapshotFailed, o.snapshotErr.Error())
 	case o.foreignChild != nil:
 		return condition(o, dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonForeignChild, o.foreignChild.Error())
+	case o.restoreErr != nil:
+		return condition(o, dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonRestoreFailed, o.restoreErr.Error())
 	case !o.membersObserved:
 		return keepOr(o, dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonBootstrapping, "members have not been observed yet")
 	}

@@ -86,6 +86,28 @@ func (p *process) exited() bool {
 // stderr is logged.
 func Start(t testing.TB, bin string, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, bin, n, Options{})
+}
+
+// Member describes one member of a cluster about to start, for Options.Prepare.
+type Member struct {
+	Name, PeerURL, DataDir string
+	// InitialCluster and Token are the cluster's --initial-cluster and
+	// --initial-cluster-token.
+	InitialCluster, Token string
+}
+
+// Options vary StartWith.
+type Options struct {
+	// Prepare runs for each member before any starts, for example to
+	// restore its data directory from a snapshot (which must then be
+	// created from scratch: etcdutl refuses an existing one).
+	Prepare func(Member)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, bin string, n int, o Options) *Cluster {
+	t.Helper()
 	if n < 1 {
 		t.Fatalf("etcdlocal: cluster size %d < 1", n)
 	}
@@ -109,6 +131,11 @@ func Start(t testing.TB, bin string, n int) *Cluster {
 		m.initialCluster, m.clusterState = initial, "new"
 	}
 
+	if o.Prepare != nil {
+		for _, m := range c.members {
+			o.Prepare(Member{Name: m.name, PeerURL: m.peerURL, DataDir: m.dataDir, InitialCluster: initial, Token: c.token})
+		}
+	}
 	start := time.Now()
 	for _, m := range c.members {
 		c.launch(m)

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+)
+
+// RestorePollInterval checks on a restore Job, in case its watch event is missed.
+const RestorePollInterval = 5 * time.Second
+
+// restoreMembers fills every bootstrap member's volume from spec.restoreFrom
+// before the StatefulSet first exists: it creates each member's claim (the
+// StatefulSet adopts it by name) and runs one restore Job at a time (the
+// snapshot claim is ReadWriteOnce). Until every Job has succeeded, the pass
+// stops here and no member starts; a failed Job is reported in Degraded and
+// retried. Once the StatefulSet exists the restore is over.
+func (r *Reconciler) restoreMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	src := c.Spec.RestoreFrom
+	if src == nil || s.statefulSet != nil || s.bootstrapMembers == nil {
+		return ctrl.Result{}, nil
+	}
+	names := s.bootstrapMembers
+	for i, name := range names {
+		if err := r.Client.Create(ctx, builders.MemberClaim(c, name)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("creating the volume claim of %s: %w", name, err)
+		}
+		job := &batchv1.Job{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: builders.RestoreJobName(c, i)}, job)
+		progress := fmt.Sprintf("restoring member %s from pvc/%s/%s (%d of %d)", name, src.ClaimName, src.File, i+1, len(names))
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := r.Client.Create(ctx, builders.RestoreJob(c, i, names, r.Builders)); err != nil && !apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{}, fmt.Errorf("creating the restore Job of %s: %w", name, err)
+			}
+			s.waitFor(dbv1.ReasonRestoring, progress)
+			return s.requeueAfter(RestorePollInterval)
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("reading the restore Job of %s: %w", name, err)
+		case jobFinished(job, batchv1.JobFailed):
+			why := jobMessage(job, batchv1.JobFailed)
+			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting the failed restore Job of %s: %w", name, err)
+			}
+			s.restoreErr = fmt.Errorf("restoring member %s from pvc/%s/%s failed (%s); retrying", name, src.ClaimName, src.File, why)
+			s.waitFor(dbv1.ReasonRestoring, progress)
+			s.stop = true
+			return ctrl.Result{}, s.restoreErr
+		case !jobFinished(job, batchv1.JobComplete):
+			s.waitFor(dbv1.ReasonRestoring, progress)
+			return s.requeueAfter(RestorePollInterval)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func jobFinished(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func jobMessage(job *batchv1.Job, t batchv1.JobConditionType) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return "no reason given"
+}

@@ -1,0 +1,83 @@
+package unit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/reference"
+)
+
+// TestRestoreFromSnapshot creates a cluster with spec.restoreFrom: each
+// member's claim is created and restored by its own Job, one Job at a time,
+// before the StatefulSet exists; the first Job fails once (Degraded says
+// so, and it is retried); then the members start and the cluster becomes
+// Available.
+func TestRestoreFromSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "restored").Build()
+	c.Spec.RestoreFrom = &dbv1.RestoreSource{ClaimName: "db-snapshots", File: "db-20261122T100000Z.db"}
+	w := reference.NewWorld(t, c)
+	failures := 1
+	var restored []string
+	jobs := &framework.JobSimulator{Client: w.Client, Namespace: c.Namespace,
+		Fail: func(job *batchv1.Job) bool {
+			if failures > 0 {
+				failures--
+				return true
+			}
+			return false
+		},
+		Done: func(ctx context.Context, job *batchv1.Job) error {
+			// While a restore runs, no member may start and no other
+			// restore may run.
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: operator.StatefulSetName(c)}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the StatefulSet exists while %s runs (err %w)", job.Name, err)
+			}
+			restored = append(restored, job.Name)
+			return nil
+		}}
+	w.Driver.Env = append([]framework.EnvStep{jobs.Step}, w.Driver.Env...)
+
+	// The first pass creates db-0's claim and restore Job, nothing else.
+	_, err := w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	job := &batchv1.Job{}
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "restored-restore-0"}, job)).To(Succeed())
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{
+		"snapshot", "restore", "/snapshots/db-20261122T100000Z.db",
+		"--name=restored-0",
+		"--initial-cluster=restored-0=http://restored-0.restored.default.svc.cluster.local:2380,restored-1=http://restored-1.restored.default.svc.cluster.local:2380,restored-2=http://restored-2.restored.default.svc.cluster.local:2380",
+		"--initial-cluster-token=default-restored-" + string(c.UID),
+		"--initial-advertise-peer-urls=http://restored-0.restored.default.svc.cluster.local:2380",
+		"--data-dir=/var/lib/etcd/data",
+	}))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "data-restored-0"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonRestoring).WithMessageContaining("restored-0"))
+
+	// The world failed that Job: the next pass reports it and retries.
+	_, err = w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonRestoreFailed).WithMessageContaining("BackoffLimitExceeded"))
+
+	settle(t, w, c)
+	g.Expect(restored).To(Equal([]string{"restored-restore-0", "restored-restore-1", "restored-restore-2"}))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled))
+	g.Expect(w.Etcd.Members()).To(HaveLen(3))
+}
