@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,8 +142,13 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "gauntlet-operator.database.gauntlet.dev",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
+		// Only what the operator manages is cached: member and Job pods,
+		// members ConfigMaps, snapshot claims, snapshot and restore Jobs.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: managed},
+			&corev1.Pod{}:                   {Label: managed},
+			&corev1.ConfigMap{}:             {Label: managed},
+			&corev1.PersistentVolumeClaim{}: {Label: managed},
+			&batchv1.Job{}:                  {Label: managed},
 		}},
 	})
 	if err != nil {

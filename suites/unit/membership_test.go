@@ -344,3 +344,37 @@ func TestLostVolumeIsReplacedAsANewMember(t *testing.T) {
 	}
 	compareGolden(t, filepath.Join("testdata", "replace-lost-volume.golden"), strings.Join(tr.lines, "\n")+"\n")
 }
+
+// TestUpgradeTranscript rolls a 3-member cluster whose leader is db-2 to a
+// new image: followers go first (highest ordinal first), one at a time,
+// each only once every member is healthy again; then leadership moves to an
+// updated member and the old leader goes last. The steps are compared with
+// testdata/upgrade.golden.
+func TestUpgradeTranscript(t *testing.T) {
+	g := NewWithT(t)
+	c := reference.NewCluster("default", "db").Build()
+	w := reference.NewWorld(t, c)
+	settle(t, w, c)
+	w.Etcd.SetLeader("db-2")
+	tr := newTranscript(t, w, c)
+	tr.replicas = 3
+	tr.logf("upgrade to gauntlet.dev/etcd:v3.6.15 with db-2 leading")
+	update(t, w, c, func(c *dbv1.DatabaseCluster) { c.Spec.Image = "gauntlet.dev/etcd:v3.6.15" })
+	tr.before = func(int) { expectQuorum(t, w) }
+	tr.settle()
+	expectMembers(t, w, c, 3)
+	var deleted []string
+	moved := -1
+	for i, line := range tr.lines {
+		if name, ok := strings.CutPrefix(line, "  delete pod "); ok {
+			deleted = append(deleted, name)
+		}
+		if strings.HasPrefix(line, "  etcd MoveLeader(") {
+			moved = len(deleted)
+			g.Expect(line).NotTo(ContainSubstring("db-2"), "line %d", i)
+		}
+	}
+	g.Expect(deleted).To(Equal([]string{"db-1", "db-0", "db-2"}), "followers first, the leader last")
+	g.Expect(moved).To(Equal(2), "leadership moved away from db-2 just before it was replaced")
+	compareGolden(t, filepath.Join("testdata", "upgrade.golden"), strings.Join(tr.lines, "\n")+"\n")
+}

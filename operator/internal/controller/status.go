@@ -187,7 +187,7 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 	case o.statefulSetChanged, sts.Status.ObservedGeneration < sts.Generation,
 		sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonRollingUpdate,
-			fmt.Sprintf("rolling members to the new template: %d of %d updated", sts.Status.UpdatedReplicas, o.desired))
+			"the members' pod template changed; members are replaced one at a time, followers first")
 	default:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled,
 			fmt.Sprintf("%s, as the spec asks", countMembers(int(o.desired))))
