@@ -3,10 +3,14 @@
 // quorum-keeping PodDisruptionBudget, guarded by a finalizer that takes a
 // verified final snapshot before anything is deleted.
 //
-// One file per concern: finalizer.go (add, delete path), apply.go (server-side
-// apply of children), services.go, statefulset.go, disruption.go, members.go
-// (etcd membership and health), status.go (conditions, computed once per
-// pass), predicates.go (which child updates wake the controller).
+// One file per concern: finalizer.go (add, delete path and final snapshot),
+// apply.go (server-side apply of children), services.go, members.go (what
+// etcd reports: membership and health), membership.go (the members
+// ConfigMap and one quorum-gated membership step per pass, lost-volume
+// replacement), restore.go (spec.restoreFrom), statefulset.go, rolling.go
+// (upgrades, one member at a time), disruption.go, status.go (conditions,
+// computed once per pass), predicates.go (which child updates wake the
+// controller).
 package controller
 
 import (
