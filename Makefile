@@ -11,6 +11,8 @@ GOLANGCI_LINT_VERSION  ?= v2.15.0
 GOTESTSUM_VERSION      ?= v1.13.0
 KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.6.16
+# The older etcd image that upgrade tests start from.
+ETCD_UPGRADE_FROM      ?= v3.6.15
 
 ROOT      := $(abspath .)
 BIN       := $(ROOT)/bin
@@ -121,6 +123,23 @@ bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): 
 bench: ## Run the Go benchmarks: one reconcile pass on a converged cluster; simulated schedules per minute.
 	go test -run '^$$' -bench . -benchmem ./suites/unit/...
 	go test -run '^$$' -bench Schedules -benchtime 300x ./suites/simulation
+
+##@ Images (need a Docker engine; ci/docker-engine.sh starts one on a bare machine)
+
+.PHONY: docker-engine
+docker-engine: ## Make sure a Docker engine answers (installs and starts Debian's docker.io only where none does).
+	@ci/docker-engine.sh
+
+.PHONY: images
+images: docker-engine build ## Build the operator image and the etcd images (ETCD_VERSION, ETCD_UPGRADE_FROM), FROM scratch, non-root; reused when present.
+	tools/bins/build.sh etcd $(ETCD_VERSION)
+	tools/bins/build.sh etcd $(ETCD_UPGRADE_FROM)
+	tools/images/build.sh etcd $(ETCD_VERSION)
+	tools/images/build.sh etcd $(ETCD_UPGRADE_FROM)
+	@tag=dev-$$(sha256sum $(BIN)/manager | cut -c1-12); \
+	  tools/images/build.sh operator $$tag && \
+	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
+	  echo "images: operator gauntlet.dev/operator:$$tag, etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM) (names in bin/images.env)"
 
 ##@ Binaries built from Go modules (cached in bin/ by version)
 
