@@ -1,0 +1,217 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// RenderKustomization builds a kustomization directory (as `kubectl
+// kustomize` does) into objects, in the order kustomize emits them.
+func RenderKustomization(dir string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range resMap.Resources() {
+		// Through JSON, so that numbers are int64 as everywhere else in
+		// unstructured content (kustomize's own maps hold ints).
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// SetImage replaces the image of every container and init container whose
+// image is from (ignoring its tag) in the workloads among objs.
+func SetImage(objs []*unstructured.Unstructured, from, to string) int {
+	n := 0
+	for _, o := range objs {
+		for _, field := range []string{"containers", "initContainers"} {
+			path := []string{"spec", "template", "spec", field}
+			list, found, _ := unstructured.NestedSlice(o.Object, path...)
+			if !found {
+				continue
+			}
+			for i, c := range list {
+				cm, ok := c.(map[string]any)
+				if !ok {
+					continue
+				}
+				if img, _ := cm["image"].(string); img == from || strings.HasPrefix(img, from+":") {
+					cm["image"] = to
+					list[i] = cm
+					n++
+				}
+			}
+			_ = unstructured.SetNestedSlice(o.Object, list, path...)
+		}
+	}
+	return n
+}
+
+// DeployOptions tune Deploy.
+type DeployOptions struct {
+	// FieldManager of the server-side apply (gauntlet-e2e when empty).
+	FieldManager string
+	// DryRun asks the API server to validate and admit without persisting.
+	DryRun bool
+	// Timeout bounds the wait for CRDs to be established (1m when zero).
+	Timeout time.Duration
+}
+
+// Deployment is what Deploy did and what the API server said about it.
+type Deployment struct {
+	// Applied lists kind/namespace/name of every object applied.
+	Applied []string
+	// Warnings are the API server's warnings (Warning headers), for example
+	// PodSecurity's "would violate PodSecurity ..." for a pod template that
+	// breaks its namespace's standard.
+	Warnings []string
+}
+
+// Deploy applies objects server-side: namespaces and CRDs first (waiting
+// until each CRD is established), then everything else, and collects the
+// API server's warnings.
+func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, o DeployOptions) (*Deployment, error) {
+	if o.FieldManager == "" {
+		o.FieldManager = "gauntlet-e2e"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Minute
+	}
+	warnings := &warningCollector{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = warnings
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cached := memory.NewMemCacheClient(disc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+
+	first := func(u *unstructured.Unstructured) bool {
+		return u.GetKind() == "Namespace" || u.GetKind() == "CustomResourceDefinition"
+	}
+	ordered := slices.Clone(objs)
+	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int {
+		switch fa, fb := first(a), first(b); {
+		case fa && !fb:
+			return -1
+		case fb && !fa:
+			return 1
+		}
+		return 0
+	})
+	d := &Deployment{}
+	var dryRun []string
+	if o.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	crdsDone := false
+	for _, u := range ordered {
+		if !first(u) && !crdsDone {
+			crdsDone = true
+			if !o.DryRun {
+				if err := waitEstablished(ctx, dyn, ordered, o.Timeout); err != nil {
+					return d, err
+				}
+			}
+			cached.Invalidate()
+			mapper.Reset()
+		}
+		gvk := u.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return d, fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true, DryRun: dryRun}); err != nil {
+			return d, fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+		d.Applied = append(d.Applied, u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName())
+	}
+	d.Warnings = warnings.all()
+	return d, nil
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func waitEstablished(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, timeout time.Duration) error {
+	for _, u := range objs {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		err := PollFor(ctx, "CRD "+u.GetName()+" to be established", timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+			got, err := dyn.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, crd); err != nil {
+				return false, "", err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("conditions %v", crd.Status.Conditions), nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warningCollector keeps every Warning header the API server sends.
+type warningCollector struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningCollector) HandleWarningHeader(_ int, _ string, message string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, message)
+}
+
+func (w *warningCollector) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
+}

@@ -1,0 +1,270 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindlog "sigs.k8s.io/kind/pkg/log"
+)
+
+// Environment variables of the cluster backend.
+const (
+	// EnvKeepCluster=1 leaves the kind cluster running after the tests, for
+	// debugging; its name and kubeconfig are printed.
+	EnvKeepCluster = "GAUNTLET_KEEP_CLUSTER"
+	// EnvExistingCluster=1 runs against the cluster of KUBECONFIG (its
+	// current context) instead of creating a kind cluster: the same suites
+	// then run on any real, multi-node cluster.
+	EnvExistingCluster = "GAUNTLET_EXISTING_CLUSTER"
+)
+
+// ClusterOptions describe the cluster a suite runs on.
+type ClusterOptions struct {
+	// Name of the kind cluster; a unique "gauntlet-<random>" when empty.
+	Name string
+	// NodeImage is the kind node image (for example a locally built
+	// gauntlet.dev/kind-node:v1.35.4, or kindest/node for online users).
+	NodeImage string
+	// ConfigFile is a kind Cluster config (fixtures/kind/...).
+	ConfigFile string
+	// Attempts bounds cluster creation, which can fail on boot flakes
+	// (2 when zero): a failed attempt's cluster is deleted and retried.
+	Attempts int
+	// WaitForReady is how long creation waits for the control plane (3m
+	// when zero).
+	WaitForReady time.Duration
+	// Keep leaves the cluster running at Teardown (EnvKeepCluster sets it).
+	Keep bool
+	// Existing uses the cluster of Kubeconfig (or KUBECONFIG) instead of
+	// creating one (EnvExistingCluster sets it).
+	Existing bool
+	// Kubeconfig is where the cluster's kubeconfig is written (a temporary
+	// file when empty), or read from with Existing.
+	Kubeconfig string
+	// Log receives progress lines (os.Stderr when nil).
+	Log io.Writer
+}
+
+// Cluster is a running cluster: a kind cluster this process created, or an
+// existing one.
+type Cluster struct {
+	Name       string
+	Kubeconfig string
+	// Existing is true when the cluster was not created here; it is never
+	// deleted, and images are not loaded into it (push them to a registry
+	// it can pull from).
+	Existing bool
+
+	opts     ClusterOptions
+	provider *cluster.Provider
+	log      io.Writer
+	mu       sync.Mutex
+}
+
+// StartCluster creates a kind cluster (or adopts the existing one) and
+// returns once its API server answers. Every step prints a progress line
+// with its duration.
+func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if os.Getenv(EnvKeepCluster) == "1" {
+		o.Keep = true
+	}
+	if os.Getenv(EnvExistingCluster) == "1" {
+		o.Existing = true
+	}
+	c := &Cluster{opts: o, log: o.Log}
+	if o.Existing {
+		c.Existing = true
+		c.Kubeconfig = o.Kubeconfig
+		if c.Kubeconfig == "" {
+			c.Kubeconfig = os.Getenv("KUBECONFIG")
+		}
+		if c.Kubeconfig == "" {
+			return nil, fmt.Errorf("%s=1 needs a kubeconfig: set KUBECONFIG or ClusterOptions.Kubeconfig", EnvExistingCluster)
+		}
+		c.progress("using the existing cluster of %s", c.Kubeconfig)
+		return c, nil
+	}
+	if o.Name == "" {
+		suffix := make([]byte, 3)
+		if _, err := rand.Read(suffix); err != nil {
+			return nil, err
+		}
+		o.Name = "gauntlet-" + hex.EncodeToString(suffix)
+	}
+	if o.Kubeconfig == "" {
+		f, err := os.CreateTemp("", o.Name+"-kubeconfig-*")
+		if err != nil {
+			return nil, err
+		}
+		_ = f.Close()
+		o.Kubeconfig = f.Name()
+	}
+	if o.Attempts == 0 {
+		o.Attempts = 2
+	}
+	if o.WaitForReady == 0 {
+		o.WaitForReady = 3 * time.Minute
+	}
+	c.Name, c.Kubeconfig, c.opts = o.Name, o.Kubeconfig, o
+	c.provider = cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(&kindLogger{w: o.Log}))
+
+	var errs []error
+	for attempt := 1; attempt <= o.Attempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		c.progress("creating kind cluster %s (node image %s, attempt %d of %d)", o.Name, o.NodeImage, attempt, o.Attempts)
+		opts := []cluster.CreateOption{
+			cluster.CreateWithKubeconfigPath(o.Kubeconfig),
+			cluster.CreateWithWaitForReady(o.WaitForReady),
+			cluster.CreateWithDisplayUsage(false),
+			cluster.CreateWithDisplaySalutation(false),
+		}
+		if o.NodeImage != "" {
+			opts = append(opts, cluster.CreateWithNodeImage(o.NodeImage))
+		}
+		if o.ConfigFile != "" {
+			opts = append(opts, cluster.CreateWithConfigFile(o.ConfigFile))
+		}
+		err := c.provider.Create(o.Name, opts...)
+		if err == nil {
+			c.progress("created kind cluster %s in %s (kubeconfig %s)", o.Name, since(start), o.Kubeconfig)
+			return c, nil
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+		c.progress("creating kind cluster %s failed after %s: %v", o.Name, since(start), err)
+		if derr := c.provider.Delete(o.Name, o.Kubeconfig); derr != nil {
+			errs = append(errs, fmt.Errorf("deleting the failed attempt: %w", derr))
+		}
+	}
+	return nil, fmt.Errorf("creating kind cluster %s: %w", o.Name, errors.Join(errs...))
+}
+
+// LoadImages copies local Docker images into every node, as `kind load
+// docker-image` does.
+func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
+	if c.Existing {
+		return fmt.Errorf("cannot load images into an existing cluster: push %v to a registry it pulls from", images)
+	}
+	nodes, err := c.provider.ListInternalNodes(c.Name)
+	if err != nil {
+		return fmt.Errorf("listing the nodes of %s: %w", c.Name, err)
+	}
+	for _, image := range images {
+		start := time.Now()
+		dir, err := os.MkdirTemp("", "gauntlet-image-")
+		if err != nil {
+			return err
+		}
+		tar := filepath.Join(dir, "image.tar")
+		out, err := exec.CommandContext(ctx, "docker", "save", "-o", tar, image).CombinedOutput()
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return fmt.Errorf("docker save %s: %w: %s", image, err, strings.TrimSpace(string(out)))
+		}
+		for _, n := range nodes {
+			f, err := os.Open(tar)
+			if err != nil {
+				_ = os.RemoveAll(dir)
+				return err
+			}
+			err = nodeutils.LoadImageArchive(n, f)
+			_ = f.Close()
+			if err != nil {
+				_ = os.RemoveAll(dir)
+				return fmt.Errorf("loading %s into node %s: %w", image, n.String(), err)
+			}
+		}
+		_ = os.RemoveAll(dir)
+		c.progress("loaded image %s into %d node(s) in %s", image, len(nodes), since(start))
+	}
+	return nil
+}
+
+// ExportLogs writes kind's logs (every node's journal, kubelet and
+// container logs) under dir.
+func (c *Cluster) ExportLogs(dir string) error {
+	if c.Existing {
+		return nil
+	}
+	start := time.Now()
+	if err := c.provider.CollectLogs(c.Name, dir); err != nil {
+		return fmt.Errorf("exporting kind logs of %s: %w", c.Name, err)
+	}
+	c.progress("exported kind logs of %s to %s in %s", c.Name, dir, since(start))
+	return nil
+}
+
+// Teardown deletes the cluster unless it is an existing one or Keep is set
+// (then it says how to reach it and how to delete it).
+func (c *Cluster) Teardown() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.Existing:
+		return nil
+	case c.opts.Keep:
+		c.progress("keeping kind cluster %s (%s=1): KUBECONFIG=%s; delete it with: kind delete cluster --name %s", c.Name, EnvKeepCluster, c.Kubeconfig, c.Name)
+		return nil
+	}
+	start := time.Now()
+	if err := c.provider.Delete(c.Name, c.Kubeconfig); err != nil {
+		return fmt.Errorf("deleting kind cluster %s: %w", c.Name, err)
+	}
+	_ = os.Remove(c.Kubeconfig)
+	c.progress("deleted kind cluster %s in %s", c.Name, since(start))
+	return nil
+}
+
+func (c *Cluster) progress(format string, args ...any) {
+	_, _ = fmt.Fprintf(c.log, "%s cluster: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
+
+// kindLogger passes kind's user-facing messages (V(0)) and warnings on.
+type kindLogger struct{ w io.Writer }
+
+func (l *kindLogger) Warn(m string)                        { l.printf("kind: warning: %s", m) }
+func (l *kindLogger) Warnf(f string, a ...any)             { l.printf("kind: warning: "+f, a...) }
+func (l *kindLogger) Error(m string)                       { l.printf("kind: error: %s", m) }
+func (l *kindLogger) Errorf(f string, a ...any)            { l.printf("kind: error: "+f, a...) }
+func (l *kindLogger) V(v kindlog.Level) kindlog.InfoLogger { return kindInfo{l: l, on: v <= 0} }
+func (l *kindLogger) printf(f string, a ...any) {
+	_, _ = fmt.Fprintf(l.w, "%s %s\n", time.Now().Format("15:04:05"), strings.TrimRight(fmt.Sprintf(f, a...), "\n"))
+}
+
+type kindInfo struct {
+	l  *kindLogger
+	on bool
+}
+
+func (i kindInfo) Info(m string) {
+	if i.on {
+		i.l.printf("kind: %s", m)
+	}
+}
+
+func (i kindInfo) Infof(f string, a ...any) {
+	if i.on {
+		i.l.printf("kind: "+f, a...)
+	}
+}
+
+func (i kindInfo) Enabled() bool { return i.on }

@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// TestOperatorManifestsPassAdmissionWithoutWarnings renders the operator's
+// kustomization (operator/config/default) and applies it to the API server:
+// the namespace for real, everything else as a server-side dry run (a real
+// webhook configuration would send this suite's requests to a webhook that
+// does not run). Admission, PodSecurity included, runs on dry runs: the
+// restricted namespace must admit the manager's pod template without a
+// single warning. A non-compliant Deployment shows the check can fail.
+func TestOperatorManifestsPassAdmissionWithoutWarnings(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	objs, err := framework.RenderKustomization(framework.CRDPath("operator/config/default"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(framework.SetImage(objs, "gauntlet.dev/operator", "gauntlet.dev/operator:integration")).To(Equal(1))
+
+	var namespaces, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			namespaces = append(namespaces, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	g.Expect(namespaces).To(HaveLen(1))
+	g.Expect(namespaces[0].GetLabels()).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+	d, err := framework.Deploy(ctx, env.Config, namespaces, framework.DeployOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Warnings).To(BeEmpty())
+
+	d, err = framework.Deploy(ctx, env.Config, rest, framework.DeployOptions{DryRun: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Applied).To(ContainElements(
+		"CustomResourceDefinition//databaseclusters.database.gauntlet.dev",
+		"Deployment/gauntlet-system/gauntlet-controller-manager",
+		"ValidatingWebhookConfiguration//gauntlet-validating-webhook-configuration",
+	))
+	g.Expect(d.Warnings).To(BeEmpty(), "the API server warned about the operator's manifests")
+
+	// The same check on a pod template that breaks the restricted standard.
+	var bad *unstructured.Unstructured
+	for _, o := range rest {
+		if o.GetKind() == "Deployment" {
+			bad = o.DeepCopy()
+		}
+	}
+	g.Expect(unstructured.SetNestedField(bad.Object, false, "spec", "template", "spec", "securityContext", "runAsNonRoot")).To(Succeed())
+	d, err = framework.Deploy(ctx, env.Config, []*unstructured.Unstructured{bad}, framework.DeployOptions{DryRun: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Warnings).To(ContainElement(ContainSubstring("violate PodSecurity")))
+}
