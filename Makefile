@@ -9,6 +9,7 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
 GOTESTSUM_VERSION      ?= v1.13.0
+ACTIONLINT_VERSION     ?= v1.7.12
 KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.6.16
 # The older etcd image that upgrade tests start from.
@@ -22,6 +23,7 @@ export GOBIN := $(BIN)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM      := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
+ACTIONLINT     := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
 
@@ -71,8 +73,9 @@ verify-generated: manifests generate ## Fail when generated files differ from wh
 	fi; echo "generated files are up to date"
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.
 	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) -color=false
 
 ##@ Build
 
@@ -168,5 +171,10 @@ $(GOTESTSUM):
 	go install gotest.tools/gotestsum@$(GOTESTSUM_VERSION); \
 	mv $(BIN)/gotestsum $@; echo ">> gotestsum ready in $$(( $$(date +%s) - start ))s"
 
+$(ACTIONLINT):
+	@echo ">> installing actionlint $(ACTIONLINT_VERSION)"; start=$$(date +%s); \
+	go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); \
+	mv $(BIN)/actionlint $@; echo ">> actionlint ready in $$(( $$(date +%s) - start ))s"
+
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOTESTSUM) ## Install every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOTESTSUM) $(ACTIONLINT) ## Install every pinned tool into bin/.
