@@ -18,6 +18,8 @@ ETCD_UPGRADE_FROM      ?= v3.6.15
 ROOT      := $(abspath .)
 BIN       := $(ROOT)/bin
 ARTIFACTS ?= $(ROOT)/artifacts
+# Tests write JUnit reports and failure bundles (artifacts/<run>/<test>/) here.
+export ARTIFACTS
 export GOBIN := $(BIN)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)

@@ -38,6 +38,11 @@ func newNamespace(t *testing.T, prefix string) string {
 	t.Cleanup(func() {
 		framework.DeleteAllAndWait(t, env.Client, ns, &dbv1.DatabaseCluster{}, &dbv1.DatabaseClusterList{})
 	})
+	// Registered after the deletion, so it runs first (cleanups run last
+	// in, first out) and sees the namespace as the test left it.
+	framework.BundleOnFailure(t, "integration", func() framework.BundleOptions {
+		return framework.BundleOptions{Config: env.Config, Namespaces: []string{ns}}
+	})
 	return ns
 }
 
