@@ -1,0 +1,86 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/suites/e2e"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+var env *e2e.Env
+
+// TestMain brings the cluster up once for the package: kind (or the cluster
+// of KUBECONFIG with GAUNTLET_EXISTING_CLUSTER=1), the images, the operator.
+// make test-e2e sets the image names.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) //nolint:forbidigo // TestMain has no *testing.T; this context bounds the setup
+	defer cancel()
+	var err error
+	env, err = e2e.Setup(ctx, e2e.Options{
+		Cluster: framework.ClusterOptions{
+			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
+			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
+		},
+		OperatorImage:   os.Getenv("OPERATOR_IMAGE"),
+		EtcdImage:       getenv("ETCD_IMAGE", "gauntlet.dev/etcd:v3.6.16"),
+		EtcdUpgradeFrom: getenv("ETCD_UPGRADE_FROM_IMAGE", "gauntlet.dev/etcd:v3.6.15"),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := env.Teardown(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e teardown:", err)
+		code = 1
+	}
+	return code
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func input(t *testing.T, prefix string) e2e.SpecInput {
+	return e2e.SpecInput{Env: env, Namespace: env.NewNamespace(t, prefix)}
+}
+
+func TestCreate(t *testing.T) {
+	in := input(t, "create-")
+	c := e2e.CreateSpec(t.Context(), t, in)
+	e2e.ExpectStable(t.Context(), t, in, c)
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}
+
+func TestScale(t *testing.T) {
+	e2e.ScaleSpec(t.Context(), t, input(t, "scale-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}
+
+func TestUpgrade(t *testing.T) {
+	e2e.UpgradeSpec(t.Context(), t, input(t, "upgrade-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}
+
+func TestMemberLoss(t *testing.T) {
+	e2e.MemberLossSpec(t.Context(), t, input(t, "loss-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}
+
+func TestSnapshot(t *testing.T) {
+	e2e.SnapshotSpec(t.Context(), t, input(t, "snapshot-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}

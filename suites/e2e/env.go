@@ -1,0 +1,179 @@
+// Package e2e is the end-to-end tier as a library: Setup brings up a cluster
+// (kind through its Go API, or an existing one) with the operator deployed
+// from its kustomize manifests, and each spec (CreateSpec, ScaleSpec, ...)
+// drives one scenario against real kubelets, StatefulSets, DNS, volumes and
+// etcd pods, checking conditions, status and data through etcd's own client
+// over a port-forward. The _test.go files behind the e2e build tag are thin.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// Options describe the environment.
+type Options struct {
+	// Cluster options: node image, kind config, keep, existing.
+	Cluster framework.ClusterOptions
+	// OperatorImage, EtcdImage and EtcdUpgradeFrom are loaded into the
+	// cluster; the operator is deployed with OperatorImage.
+	OperatorImage, EtcdImage, EtcdUpgradeFrom string
+	// Manifests is the operator's kustomization (operator/config/default).
+	Manifests string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// OperatorNamespace is where the default kustomization deploys the operator.
+const OperatorNamespace = "gauntlet-system"
+
+// OperatorDeployment is the manager's Deployment in OperatorNamespace.
+const OperatorDeployment = "gauntlet-controller-manager"
+
+// Env is a cluster with the operator running.
+type Env struct {
+	Options
+	Cluster   *framework.Cluster
+	Config    *rest.Config
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Scheme    *runtime.Scheme
+	// Deployed is what deploying the operator applied and the API server's
+	// warnings about it.
+	Deployed *framework.Deployment
+}
+
+// Setup creates (or adopts) the cluster, loads the images, deploys the
+// operator and waits until it serves its webhook. Every step prints a
+// progress line with its duration.
+func Setup(ctx context.Context, o Options) (*Env, error) {
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.Manifests == "" {
+		o.Manifests = framework.CRDPath("operator/config/default")
+	}
+	o.Cluster.Log = o.Log
+	e := &Env{Options: o}
+	c, err := framework.StartCluster(ctx, o.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	e.Cluster = c
+	fail := func(err error) (*Env, error) {
+		if terr := c.Teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+		}
+		return nil, err
+	}
+	if e.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return fail(err)
+	}
+	e.Config.QPS, e.Config.Burst = 50, 100
+	if e.Scheme, err = operator.NewScheme(); err != nil {
+		return fail(err)
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		return fail(err)
+	}
+	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return fail(err)
+	}
+	if !c.Existing {
+		if err := c.LoadImages(ctx, o.OperatorImage, o.EtcdImage, o.EtcdUpgradeFrom); err != nil {
+			return fail(err)
+		}
+	}
+	if err := e.deployOperator(ctx); err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// Teardown deletes the cluster (unless kept or existing).
+func (e *Env) Teardown() error { return e.Cluster.Teardown() }
+
+func (e *Env) progress(format string, args ...any) {
+	_, _ = fmt.Fprintf(e.Log, "%s e2e: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// deployOperator applies the kustomization with the operator image, fails
+// on any PodSecurity warning, and waits for the manager to be available.
+func (e *Env) deployOperator(ctx context.Context) error {
+	start := time.Now()
+	objs, err := framework.RenderKustomization(e.Manifests)
+	if err != nil {
+		return err
+	}
+	if framework.SetImage(objs, "gauntlet.dev/operator", e.OperatorImage) == 0 {
+		return fmt.Errorf("no container in %s runs gauntlet.dev/operator", e.Manifests)
+	}
+	d, err := framework.Deploy(ctx, e.Config, objs, framework.DeployOptions{})
+	if err != nil {
+		return err
+	}
+	e.Deployed = d
+	for _, w := range d.Warnings {
+		if strings.Contains(w, "PodSecurity") {
+			return fmt.Errorf("the API server warned while deploying the operator: %s", w)
+		}
+	}
+	e.progress("applied %d operator objects in %s (%d warnings)", len(d.Applied), time.Since(start).Round(time.Millisecond), len(d.Warnings))
+	err = framework.PollFor(ctx, "the operator Deployment to be available", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		dep := &appsv1.Deployment{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}, dep); err != nil {
+			return false, err.Error(), nil
+		}
+		return dep.Status.AvailableReplicas > 0, fmt.Sprintf("status %+v", dep.Status), nil
+	})
+	if err != nil {
+		return err
+	}
+	e.progress("operator available after %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// OperatorPod returns the running manager pod.
+func (e *Env) OperatorPod(ctx context.Context) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := e.Client.List(ctx, pods, client.InNamespace(OperatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp.IsZero() && pods.Items[i].Status.Phase == corev1.PodRunning {
+			return &pods.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no running operator pod in %s (%d pods)", OperatorNamespace, len(pods.Items))
+}
+
+// ScrapeOperator reads the manager's metrics over a port-forward.
+func (e *Env) ScrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	p, err := e.OperatorPod(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := framework.ForwardPort(ctx, e.Config, p.Namespace, p.Name, 8080)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	return framework.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", pf.Local))
+}

@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/reference"
+)
+
+// Timeouts of the specs: real pods pull nothing (images are preloaded) but
+// start, elect and replicate for real.
+const (
+	availableTimeout = 4 * time.Minute
+	pollInterval     = 2 * time.Second
+)
+
+// SpecInput is what every spec needs: the environment and a namespace of
+// its own (created by NewNamespace).
+type SpecInput struct {
+	Env       *Env
+	Namespace string
+}
+
+// NewNamespace creates a namespace for one spec, labelled for the
+// restricted Pod Security Standard like the operator's, and deletes it
+// (and waits) when the test ends; a failed test leaves a bundle first.
+func (e *Env) NewNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := framework.NewNamespace(t, e.Client, prefix)
+	nsObj := &corev1.Namespace{}
+	NewWithT(t).Expect(e.Client.Get(t.Context(), client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	nsObj.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
+	NewWithT(t).Expect(e.Client.Update(t.Context(), nsObj)).To(Succeed())
+	t.Cleanup(func() {
+		framework.DeleteAllAndWait(t, e.Client, ns, &dbv1.DatabaseCluster{}, &dbv1.DatabaseClusterList{})
+	})
+	framework.BundleOnFailure(t, "e2e", func() framework.BundleOptions {
+		return framework.BundleOptions{
+			Config: e.Config, Namespaces: []string{ns, OperatorNamespace}, Cluster: e.Cluster,
+			Files: map[string]func(context.Context) (string, error){
+				"metrics.txt":      e.metricsText,
+				"etcd-members.txt": func(ctx context.Context) (string, error) { return e.describeMembers(ctx, ns) },
+			},
+		}
+	})
+	return ns
+}
+
+// Member opens an etcd client to one member pod over a port-forward.
+func (e *Env) Member(ctx context.Context, ns, pod string) (*clientv3.Client, func(), error) {
+	pf, err := framework.ForwardPort(ctx, e.Config, ns, pod, 2379)
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{fmt.Sprintf("127.0.0.1:%d", pf.Local)}, DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		pf.Close()
+		return nil, nil, err
+	}
+	return cli, func() { _ = cli.Close(); pf.Close() }, nil
+}
+
+func (e *Env) describeMembers(ctx context.Context, ns string) (string, error) {
+	pods := &corev1.PodList{}
+	if err := e.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "etcd"}); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		cli, done, err := e.Member(ctx, ns, p.Name)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", p.Name, err)
+			continue
+		}
+		list, lerr := cli.MemberList(ctx)
+		st, serr := cli.Status(ctx, cli.Endpoints()[0])
+		done()
+		fmt.Fprintf(&b, "== %s\nmember list: %v %v\nendpoint status: %+v %v\n", p.Name, list, lerr, st, serr)
+	}
+	return b.String(), nil
+}
+
+func (e *Env) metricsText(ctx context.Context) (string, error) {
+	fams, err := e.ScrapeOperator(ctx)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s %v\n", n, fams[n].GetMetric())
+	}
+	return b.String(), nil
+}
+
+// CreateCluster creates a DatabaseCluster and waits until it is Available
+// with every member healthy in etcd's eyes.
+func CreateCluster(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(in.Env.Client.Create(ctx, c)).To(Succeed())
+	WaitHealthy(ctx, t, in, c, int(*c.Spec.Replicas))
+}
+
+// WaitHealthy waits until the cluster is Available, not Progressing, not
+// Degraded, its status lists n healthy voting members and no learner.
+func WaitHealthy(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int) {
+	t.Helper()
+	err := framework.PollFor(ctx, fmt.Sprintf("%s to have %d healthy members", c.Name, n), availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err.Error(), nil
+		}
+		seen := framework.DescribeConditions(c.Status.Conditions) + fmt.Sprintf("\nmembers %+v", c.Status.Members)
+		if c.Status.ObservedGeneration != c.Generation ||
+			!meta.IsStatusConditionTrue(c.Status.Conditions, dbv1.ConditionAvailable) ||
+			!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionProgressing) ||
+			!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionDegraded) || len(c.Status.Members) != n {
+			return false, seen, nil
+		}
+		for _, m := range c.Status.Members {
+			if !m.Healthy || m.Learner || m.ID == "" {
+				return false, seen, nil
+			}
+		}
+		return true, seen, nil
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// WriteKeys writes n keys under prefix through the first member.
+func WriteKeys(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, prefix string, n int) {
+	t.Helper()
+	g := NewWithT(t)
+	cli, done, err := in.Env.Member(ctx, in.Namespace, operator.MemberName(c, 0))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer done()
+	for i := range n {
+		_, err := cli.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), fmt.Sprintf("value-%d", i))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// ExpectKeys reads the keys under prefix from every member (serializable
+// reads: each member answers from its own data) and expects n of them.
+func ExpectKeys(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, prefix string, n int) {
+	t.Helper()
+	for i := range int(*c.Spec.Replicas) {
+		pod := operator.MemberName(c, i)
+		err := framework.PollFor(ctx, fmt.Sprintf("%d keys under %s on %s", n, prefix, pod), time.Minute, pollInterval, func(ctx context.Context) (bool, string, error) {
+			cli, done, err := in.Env.Member(ctx, in.Namespace, pod)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			defer done()
+			resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithSerializable(), clientv3.WithCountOnly())
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return resp.Count == int64(n), fmt.Sprintf("%d keys", resp.Count), nil
+		})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// MemberIDs reads the member IDs by name from the cluster's status.
+func MemberIDs(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) map[string]string {
+	t.Helper()
+	NewWithT(t).Expect(in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+	out := map[string]string{}
+	for _, m := range c.Status.Members {
+		out[m.Name] = m.ID
+	}
+	return out
+}
+
+// Update changes the cluster's spec, retrying on conflicts, and returns the
+// API server's error (the webhook's refusal, for example).
+func Update(ctx context.Context, in SpecInput, c *dbv1.DatabaseCluster, mutate func(*dbv1.DatabaseCluster)) error {
+	for {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		mutate(c)
+		err := in.Env.Client.Update(ctx, c)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// CreateSpec: three members become Available; keys written through one
+// member are read back from every member.
+func CreateSpec(ctx context.Context, t *testing.T, in SpecInput) *dbv1.DatabaseCluster {
+	c := reference.NewCluster(in.Namespace, "db").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+	CreateCluster(ctx, t, in, c)
+	WriteKeys(ctx, t, in, c, "create", 100)
+	ExpectKeys(ctx, t, in, c, "create", 100)
+	return c
+}
+
+// ScaleSpec: 3→5→3 with the data intact and no learner left; a scale-down
+// that breaks quorum (3→1) is refused by the webhook.
+func ScaleSpec(ctx context.Context, t *testing.T, in SpecInput) {
+	g := NewWithT(t)
+	c := CreateSpec(ctx, t, in)
+	err := Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](1) })
+	g.Expect(err).To(MatchError(ContainSubstring("quorum")), "the webhook refuses 3→1")
+	for _, n := range []int32{5, 3} {
+		g.Expect(Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To(n) })).To(Succeed())
+		WaitHealthy(ctx, t, in, c, int(n))
+		ExpectKeys(ctx, t, in, c, "create", 100)
+	}
+}
+
+// UpgradeSpec: a cluster on the older etcd image is rolled to the newer one,
+// one member at a time (never more than one member not ready), data intact.
+func UpgradeSpec(ctx context.Context, t *testing.T, in SpecInput) {
+	g := NewWithT(t)
+	c := reference.NewCluster(in.Namespace, "db").WithImage(in.Env.EtcdUpgradeFrom).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+	CreateCluster(ctx, t, in, c)
+	WriteKeys(ctx, t, in, c, "upgrade", 50)
+	g.Expect(Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Image = in.Env.EtcdImage })).To(Succeed())
+	worst := 0
+	err := framework.PollFor(ctx, "every member on "+in.Env.EtcdImage, availableTimeout, time.Second, func(ctx context.Context) (bool, string, error) {
+		pods := &corev1.PodList{}
+		if err := in.Env.Client.List(ctx, pods, client.InNamespace(in.Namespace), client.MatchingLabels(operator.SelectorLabels(c))); err != nil {
+			return false, err.Error(), nil
+		}
+		down, updated := 3-len(pods.Items), 0
+		for _, p := range pods.Items {
+			if !framework.PodReady(&p) {
+				down++
+			}
+			if p.Spec.Containers[0].Image == in.Env.EtcdImage {
+				updated++
+			}
+		}
+		worst = max(worst, down)
+		return updated == 3 && down == 0, fmt.Sprintf("%d updated, %d down", updated, down), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(worst).To(BeNumerically("<=", 1), "more than one member was down at once")
+	WaitHealthy(ctx, t, in, c, 3)
+	ExpectKeys(ctx, t, in, c, "upgrade", 50)
+}
+
+// MemberLossSpec: a deleted member pod comes back as the same member with
+// its data; a member whose volume and pod are deleted comes back as a new
+// member.
+func MemberLossSpec(ctx context.Context, t *testing.T, in SpecInput) {
+	g := NewWithT(t)
+	c := CreateSpec(ctx, t, in)
+	before := MemberIDs(ctx, t, in, c)
+	g.Expect(in.Env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "db-1"}})).To(Succeed())
+	time.Sleep(5 * time.Second) // let the deletion show before waiting for health
+	WaitHealthy(ctx, t, in, c, 3)
+	g.Expect(MemberIDs(ctx, t, in, c)).To(Equal(before), "db-1 rejoined as itself")
+	ExpectKeys(ctx, t, in, c, "create", 100)
+
+	g.Expect(in.Env.Client.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "data-db-2"}})).To(Succeed())
+	g.Expect(in.Env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "db-2"}})).To(Succeed())
+	err := framework.PollFor(ctx, "db-2 to rejoin as a new member", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		ids := MemberIDs(ctx, t, in, c)
+		return ids["db-2"] != "" && ids["db-2"] != before["db-2"], fmt.Sprintf("members %v, conditions:\n%s", ids, framework.DescribeConditions(c.Status.Conditions)), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	WaitHealthy(ctx, t, in, c, 3)
+	ExpectKeys(ctx, t, in, c, "create", 100)
+}
+
+// SnapshotSpec: deleting with Snapshot leaves a verified snapshot on a claim
+// that outlives the cluster; a new cluster restored from it holds the data;
+// deleting with Delete leaves no claim behind.
+func SnapshotSpec(ctx context.Context, t *testing.T, in SpecInput) {
+	g := NewWithT(t)
+	c := reference.NewCluster(in.Namespace, "db").WithImage(in.Env.EtcdImage).Build()
+	g.Expect(c.Spec.DeletionPolicy).To(BeEquivalentTo(dbv1.DeletionPolicySnapshot))
+	CreateCluster(ctx, t, in, c)
+	WriteKeys(ctx, t, in, c, "snap", 30)
+	g.Expect(in.Env.Client.Delete(ctx, c)).To(Succeed())
+	var last *dbv1.SnapshotStatus
+	err := framework.PollFor(ctx, "the cluster to be deleted after its final snapshot", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		got := &dbv1.DatabaseCluster{}
+		err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if got.Status.LastSnapshot != nil {
+			last = got.Status.LastSnapshot.DeepCopy()
+		}
+		return false, framework.DescribeConditions(got.Status.Conditions), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(last).NotTo(BeNil(), "lastSnapshot was recorded before the finalizer went")
+	g.Expect(last.Final).To(BeTrue())
+	g.Expect(last.Revision).To(BeNumerically(">", 30))
+	g.Expect(last.TotalKeys).To(BeNumerically(">=", 30))
+	claim, file, ok := strings.Cut(strings.TrimPrefix(last.Location, "pvc/"), "/")
+	g.Expect(ok).To(BeTrue(), "location %s", last.Location)
+	g.Expect(in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: claim}, &corev1.PersistentVolumeClaim{})).To(Succeed(), "the snapshot claim outlives the cluster")
+
+	restored := reference.NewCluster(in.Namespace, "restored").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+	restored.Spec.RestoreFrom = &dbv1.RestoreSource{ClaimName: claim, File: file}
+	CreateCluster(ctx, t, in, restored)
+	ExpectKeys(ctx, t, in, restored, "snap", 30)
+
+	g.Expect(in.Env.Client.Delete(ctx, restored)).To(Succeed())
+	err = framework.PollFor(ctx, "nothing of the Delete cluster left", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		claims := &corev1.PersistentVolumeClaimList{}
+		if err := in.Env.Client.List(ctx, claims, client.InNamespace(in.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": "restored"}); err != nil {
+			return false, err.Error(), nil
+		}
+		pods := &corev1.PodList{}
+		if err := in.Env.Client.List(ctx, pods, client.InNamespace(in.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": "restored"}); err != nil {
+			return false, err.Error(), nil
+		}
+		return len(claims.Items) == 0 && len(pods.Items) == 0, fmt.Sprintf("%d claims, %d pods", len(claims.Items), len(pods.Items)), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// ExpectOperatorHealthy is the guard after every spec: the operator pod
+// never restarted and recorded no reconcile panic.
+func ExpectOperatorHealthy(ctx context.Context, t *testing.T, e *Env) {
+	t.Helper()
+	g := NewWithT(t)
+	p, err := e.OperatorPod(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, s := range p.Status.ContainerStatuses {
+		g.Expect(s.RestartCount).To(BeZero(), "operator container %s restarted", s.Name)
+	}
+	fams, err := e.ScrapeOperator(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(framework.SumSamples(fams, "controller_runtime_reconcile_panics_total", nil)).To(BeZero())
+	g.Expect(framework.SumSamples(fams, "controller_runtime_reconcile_total", map[string]string{"controller": operator.ControllerName})).To(BeNumerically(">", 0))
+}
+
+// ExpectStable checks that, once converged, the cluster's owned objects
+// keep their resourceVersions: the operator writes nothing in steady state.
+func ExpectStable(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	read := func() map[string]string {
+		out := map[string]string{}
+		for _, list := range []client.ObjectList{&corev1.ServiceList{}, &corev1.ConfigMapList{}} {
+			g.Expect(in.Env.Client.List(ctx, list, client.InNamespace(in.Namespace))).To(Succeed())
+			items, _ := meta.ExtractList(list)
+			for _, it := range items {
+				o := it.(client.Object)
+				if metav1.IsControlledBy(o, c) {
+					out[fmt.Sprintf("%T/%s", o, o.GetName())] = o.GetResourceVersion()
+				}
+			}
+		}
+		return out
+	}
+	first := read()
+	time.Sleep(15 * time.Second)
+	g.Expect(read()).To(Equal(first), "owned objects changed while the cluster was converged")
+}
