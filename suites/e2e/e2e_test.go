@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	harness "github.com/kudobuilder/kuttl/pkg/apis/testharness/v1beta1"
+	kuttl "github.com/kudobuilder/kuttl/pkg/test"
+
 	"github.com/gauntlet-dev/gauntlet/suites/e2e"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
@@ -82,5 +85,23 @@ func TestMemberLoss(t *testing.T) {
 
 func TestSnapshot(t *testing.T) {
 	e2e.SnapshotSpec(t.Context(), t, input(t, "snapshot-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}
+
+// TestKuttl runs the declarative suites under suites/e2e/kuttl through
+// kuttl's Go harness against the same cluster: one namespace per test case.
+func TestKuttl(t *testing.T) {
+	dir := framework.CRDPath("suites/e2e/kuttl")
+	t.Chdir(t.TempDir()) // kuttl writes a kubeconfig file into the working directory
+	h := kuttl.Harness{
+		T: t,
+		TestSuite: harness.TestSuite{
+			TestDirs: []string{dir},
+			Timeout:  300,
+			Parallel: 1,
+			Config:   &harness.RestConfig{RC: env.Config},
+		},
+	}
+	h.Run()
 	e2e.ExpectOperatorHealthy(t.Context(), t, env)
 }
