@@ -69,28 +69,8 @@ func RestoreJob(c *dbv1.DatabaseCluster, ordinal int, members []string, o Option
 		{Name: "snapshots", MountPath: SnapshotMountPath, ReadOnly: true},
 		{Name: DataVolumeName, MountPath: DataMountPath},
 	}, args...)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: RestoreJobName(c, ordinal), Namespace: c.Namespace, Labels: Labels(c),
-			OwnerReferences: []metav1.OwnerReference{OwnerReference(c)},
-		},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					LabelInstance: c.Name, LabelComponent: "restore", LabelManagedBy: ManagerName,
-				}},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					EnableServiceLinks: ptr.To(false),
-					SecurityContext:    podSecurityContext(),
-					Containers:         []corev1.Container{ctr},
-					Volumes: []corev1.Volume{
-						{Name: "snapshots", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.ClaimName, ReadOnly: true}}},
-						{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(name)}}},
-					},
-				},
-			},
-		},
-	}
+	return job(c, RestoreJobName(c, ordinal), "restore", 1, nil, []corev1.Container{ctr}, []corev1.Volume{
+		{Name: "snapshots", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.ClaimName, ReadOnly: true}}},
+		{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(name)}}},
+	})
 }

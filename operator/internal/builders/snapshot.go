@@ -72,30 +72,39 @@ func SnapshotJob(c *dbv1.DatabaseCluster, o Options) *batchv1.Job {
 	file := SnapshotMountPath + "/" + SnapshotFile(c)
 	endpoint := fmt.Sprintf("http://%s.%s.svc.%s:%d", ClientServiceName(c), c.Namespace, o.domain(), ClientPort)
 	mount := []corev1.VolumeMount{{Name: "snapshots", MountPath: SnapshotMountPath}}
+	save := snapshotContainer(c, SnapshotSaveContainer, "etcdctl", mount,
+		"snapshot", "save", file, "--endpoints="+endpoint, "--dial-timeout=10s", "--command-timeout=5m")
+	verify := snapshotContainer(c, SnapshotVerifyContainer, "etcdutl", mount,
+		"snapshot", "status", file, "--write-out=json")
+	return job(c, SnapshotJobName(c), "snapshot", 2, []corev1.Container{save}, []corev1.Container{verify},
+		[]corev1.Volume{{Name: "snapshots", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: SnapshotClaimName(c)},
+		}}})
+}
+
+// job is a Job of the cluster's, owned by it, whose one pod never restarts
+// and runs under the restricted Pod Security Standard; it is retried
+// backoff times. Its pod carries managed-by (which the operator's cache
+// selects) but not the members' selector labels: it is no member.
+func job(c *dbv1.DatabaseCluster, name, component string, backoff int32, init, containers []corev1.Container, volumes []corev1.Volume) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: SnapshotJobName(c), Namespace: c.Namespace, Labels: Labels(c),
+			Name: name, Namespace: c.Namespace, Labels: Labels(c),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(c)},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](2),
+			BackoffLimit: ptr.To(backoff),
 			Template: corev1.PodTemplateSpec{
-				// Not the members' selector labels (a snapshot pod is no
-				// member), but managed-by, which the operator's cache selects.
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					LabelInstance: c.Name, LabelComponent: "snapshot", LabelManagedBy: ManagerName,
+					LabelInstance: c.Name, LabelComponent: component, LabelManagedBy: ManagerName,
 				}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					EnableServiceLinks: ptr.To(false),
 					SecurityContext:    podSecurityContext(),
-					InitContainers: []corev1.Container{snapshotContainer(c, SnapshotSaveContainer, "etcdctl", mount,
-						"snapshot", "save", file, "--endpoints="+endpoint, "--dial-timeout=10s", "--command-timeout=5m")},
-					Containers: []corev1.Container{snapshotContainer(c, SnapshotVerifyContainer, "etcdutl", mount,
-						"snapshot", "status", file, "--write-out=json")},
-					Volumes: []corev1.Volume{{Name: "snapshots", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: SnapshotClaimName(c)},
-					}}},
+					InitContainers:     init,
+					Containers:         containers,
+					Volumes:            volumes,
 				},
 			},
 		},

@@ -3,11 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +13,7 @@ import (
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/jobs"
 )
 
 // RestorePollInterval checks on a restore Job, in case its watch event is missed.
@@ -49,8 +48,8 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope) (ctrl.Result,
 			return s.requeueAfter(RestorePollInterval)
 		case err != nil:
 			return ctrl.Result{}, fmt.Errorf("reading the restore Job of %s: %w", name, err)
-		case jobFinished(job, batchv1.JobFailed):
-			why := jobMessage(job, batchv1.JobFailed)
+		case jobs.Finished(job, batchv1.JobFailed):
+			why := jobs.Message(job, batchv1.JobFailed)
 			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("deleting the failed restore Job of %s: %w", name, err)
 			}
@@ -58,28 +57,10 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope) (ctrl.Result,
 			s.waitFor(dbv1.ReasonRestoring, progress)
 			s.stop = true
 			return ctrl.Result{}, s.restoreErr
-		case !jobFinished(job, batchv1.JobComplete):
+		case !jobs.Finished(job, batchv1.JobComplete):
 			s.waitFor(dbv1.ReasonRestoring, progress)
 			return s.requeueAfter(RestorePollInterval)
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-func jobFinished(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-func jobMessage(job *batchv1.Job, t batchv1.JobConditionType) string {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t {
-			return strings.TrimSpace(c.Reason + ": " + c.Message)
-		}
-	}
-	return "no reason given"
 }

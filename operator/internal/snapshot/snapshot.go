@@ -23,6 +23,7 @@ import (
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/jobs"
 )
 
 // LogReader reads a container's log.
@@ -76,13 +77,13 @@ func (j *Job) FinalSnapshot(ctx context.Context, c *dbv1.DatabaseCluster) (*dbv1
 		return nil, fmt.Errorf("reading the snapshot Job: %w", err)
 	}
 	switch {
-	case jobCondition(job, batchv1.JobFailed):
-		msg := conditionMessage(job, batchv1.JobFailed)
+	case jobs.Finished(job, batchv1.JobFailed):
+		msg := jobs.Message(job, batchv1.JobFailed)
 		if err := j.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("the snapshot Job failed (%s), and deleting it failed: %w", msg, err)
 		}
 		return nil, fmt.Errorf("the snapshot Job failed: %s", msg)
-	case !jobCondition(job, batchv1.JobComplete):
+	case !jobs.Finished(job, batchv1.JobComplete):
 		return nil, nil
 	}
 	report, err := j.report(ctx, job)
@@ -173,24 +174,6 @@ func (j *Job) report(ctx context.Context, job *batchv1.Job) (*Report, error) {
 		return ParseReport(log)
 	}
 	return nil, lastErr
-}
-
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-func conditionMessage(job *batchv1.Job, t batchv1.JobConditionType) string {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t {
-			return strings.TrimSpace(c.Reason + ": " + c.Message)
-		}
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {
