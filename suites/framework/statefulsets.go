@@ -393,7 +393,9 @@ func (s *StatefulSetSimulator) writeStatus(ctx context.Context, sts *appsv1.Stat
 			st.UpdatedReplicas++
 		}
 	}
-	if st.CurrentRevision == "" || st.UpdatedReplicas == st.Replicas {
+	// As the real controller: only a RollingUpdate completes (moves
+	// currentRevision); with OnDelete it stays where the first pods began.
+	if st.CurrentRevision == "" || (st.UpdatedReplicas == st.Replicas && sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType) {
 		st.CurrentRevision = updateRev
 	}
 	for _, p := range pods {

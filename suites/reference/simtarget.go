@@ -128,7 +128,10 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		},
 		// etcd assigns member IDs (their order depends on who joined first)
 		// and raft elects the leader: both differ between equivalent runs.
-		VolatileFields: []string{"id", "leader"},
+		// With OnDelete the StatefulSet controller never completes a
+		// rollout, so currentRevision (and currentReplicas) record which
+		// revision the first pods ran: history, not state.
+		VolatileFields: []string{"id", "leader", "currentRevision", "currentReplicas"},
 	}, nil
 }
 

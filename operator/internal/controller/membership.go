@@ -145,7 +145,12 @@ func (r *Reconciler) reconcileMembership(ctx context.Context, s *scope) (ctrl.Re
 		members := s.classifyMembers(r.Builders)
 		var err error
 		members, res, err = r.membershipStep(ctx, s, members, desired)
-		if err != nil {
+		switch {
+		case errors.Is(err, etcd.ErrClusterNotReady):
+			// A member joined moments ago; etcd accepts the change shortly.
+			s.waitFor(dbv1.ReasonScaling, "waiting for etcd to accept the next membership change: "+err.Error())
+			res = ctrl.Result{RequeueAfter: MembershipRecheckInterval}
+		case err != nil:
 			return res, err
 		}
 		// One pod per member ordinal; the StatefulSet shrinks only past
@@ -382,6 +387,8 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 
 // memberCall runs one mutating call on etcd's API. A failure ends the pass
 // with an error (retried with backoff) and is shown in status.
+// etcd refusing a change because the cluster is not ready for one comes back
+// as etcd.ErrClusterNotReady, which the callers turn into a wait.
 func (r *Reconciler) memberCall(ctx context.Context, s *scope, what string, call func(etcd.Client) error) error {
 	cl, err := r.Dialer.Dial(ctx, s.endpoints)
 	if err != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -78,7 +79,12 @@ func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, er
 			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: no updated member to hand leadership to", done, total))
 			return ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 		}
-		if err := r.memberCall(ctx, s, "moving leadership to "+to.Name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, to.ID) }); err != nil {
+		err := r.memberCall(ctx, s, "moving leadership to "+to.Name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, to.ID) })
+		switch {
+		case errors.Is(err, etcd.ErrClusterNotReady):
+			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: %v", done, total, err))
+			return ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
+		case err != nil:
 			return ctrl.Result{}, err
 		}
 		s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("upgrading members: moved leadership from %s to %s before upgrading it (%d of %d updated)", leader, to.Name, done, total))

@@ -184,8 +184,10 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 		sts.Spec.Replicas != nil && sts.Status.Replicas != *sts.Spec.Replicas:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonScaling,
 			fmt.Sprintf("scaling from %d to %d members", sts.Status.Replicas, o.desired))
+	// With OnDelete the StatefulSet controller never moves currentRevision:
+	// the rollout is done when every pod runs the update revision.
 	case o.statefulSetChanged, sts.Status.ObservedGeneration < sts.Generation,
-		sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision:
+		sts.Status.UpdateRevision != "" && sts.Status.UpdatedReplicas < sts.Status.Replicas:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonRollingUpdate,
 			"the members' pod template changed; members are replaced one at a time, followers first")
 	default:

@@ -346,6 +346,8 @@ func mapError(err error) error {
 		return fmt.Errorf("%w: %w", ErrMemberNotFound, err)
 	case isEtcdError(err, rpctypes.ErrMemberLearnerNotReady, rpctypes.ErrGRPCLearnerNotReady):
 		return fmt.Errorf("%w: %w", ErrLearnerNotReady, err)
+	case isEtcdError(err, rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy):
+		return fmt.Errorf("%w: %w", ErrClusterNotReady, err)
 	}
 	return err
 }

@@ -47,6 +47,12 @@ var ErrMemberNotFound = errors.New("etcd member not found")
 // leader's; the caller retries later.
 var ErrLearnerNotReady = errors.New("etcd learner is not yet in sync with the leader")
 
+// ErrClusterNotReady is returned by a membership change that etcd refuses
+// because it judges the cluster not ready for one (a member started or
+// joined moments ago: etcd's strict reconfiguration check); the caller
+// retries later.
+var ErrClusterNotReady = errors.New("etcd refuses membership changes until every member has been connected for a while")
+
 // Client manages the membership of one etcd cluster. Implementations must be
 // safe for use by one reconcile pass at a time; Close releases connections.
 type Client interface {

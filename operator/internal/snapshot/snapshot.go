@@ -55,6 +55,9 @@ type Job struct {
 	Builders builders.Options
 }
 
+// errBadReport: the Job ran but its report does not show a usable snapshot.
+var errBadReport = errors.New("the snapshot did not verify")
+
 // ErrClaimTaken says the snapshot claim exists and holds another cluster's
 // snapshots.
 var ErrClaimTaken = errors.New("the snapshot claim exists and belongs to another cluster")
@@ -87,6 +90,13 @@ func (j *Job) FinalSnapshot(ctx context.Context, c *dbv1.DatabaseCluster) (*dbv1
 		return nil, nil
 	}
 	report, err := j.report(ctx, job)
+	if errors.Is(err, errBadReport) {
+		// The file did not verify: take it again rather than keep it.
+		if derr := j.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(derr) != nil {
+			return nil, fmt.Errorf("%w (and deleting the Job failed: %w)", err, derr)
+		}
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +160,9 @@ func ParseReport(log string) (*Report, error) {
 	switch {
 	case found == nil:
 		return nil, fmt.Errorf("no etcdutl snapshot status report in the verify log: %q", truncate(log, 400))
-	case found.Revision <= 0 || found.TotalSize <= 0 || found.Hash == 0:
+	// A cluster that never stored a key snapshots at revision 0 with no
+	// keys (seen on kind): valid. No bytes or no hash is not.
+	case found.Revision < 0 || found.TotalSize <= 0 || found.Hash == 0:
 		return nil, fmt.Errorf("etcdutl reports an unusable snapshot: %+v", *found)
 	}
 	return found, nil
@@ -171,7 +183,11 @@ func (j *Job) report(ctx context.Context, job *batchv1.Job) (*Report, error) {
 			lastErr = fmt.Errorf("reading the verify log of %s: %w", p.Name, err)
 			continue
 		}
-		return ParseReport(log)
+		r, err := ParseReport(log)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadReport, err)
+		}
+		return r, nil
 	}
 	return nil, lastErr
 }

@@ -151,7 +151,8 @@ func TestParseReport(t *testing.T) {
 		{name: "alone", log: report, want: 42},
 		{name: "among log lines", log: "{\"level\":\"warn\"}\n" + report + "\ntrailing\n", want: 42},
 		{name: "missing", log: "Error: open /snapshots/x.db: no such file\n", err: "no etcdutl snapshot status report"},
-		{name: "empty snapshot", log: `{"hash":0,"revision":0,"totalKey":0,"totalSize":0}`, err: "unusable snapshot"},
+		{name: "empty keyspace", log: `{"hash":380160980,"revision":0,"totalKey":0,"totalSize":20480,"version":"3.6.0"}`, want: 0},
+		{name: "no bytes", log: `{"hash":0,"revision":0,"totalKey":0,"totalSize":0}`, err: "unusable snapshot"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,4 +246,21 @@ func TestRestoreJobCommandAgainstRealEtcd(t *testing.T) {
 		g.Expect(string(resp.Kvs[keys-1].Value)).To(Equal(fmt.Sprintf("v%02d", keys-1)))
 	}
 	t.Logf("a 3-member cluster restored from a snapshot serves all %d keys from every member", keys)
+}
+
+func TestSnapshotThatDoesNotVerifyIsTakenAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := deletingCluster()
+	job := builders.SnapshotJob(c, builders.Options{})
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Status:     corev1.PodStatus{Phase: corev1.PodSucceeded},
+	}
+	cl := newFake(t, job, pod)
+	s := &Job{Client: cl, Logs: fakeLogs{"ns/p1/verify": `{"hash":0,"revision":3,"totalKey":1,"totalSize":0}`}}
+	_, err := s.FinalSnapshot(ctx, c)
+	g.Expect(err).To(MatchError(ContainSubstring("did not verify")))
+	g.Expect(apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))).To(BeTrue(), "the Job is deleted so that the snapshot is taken again")
 }
