@@ -14,6 +14,10 @@ KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.6.16
 # The older etcd image that upgrade tests start from.
 ETCD_UPGRADE_FROM      ?= v3.6.15
+# The kind node image built offline (tools/images/node) and the kind config.
+KIND_NODE_VERSION      ?= v1.35.4
+NODE_IMAGE             ?= gauntlet.dev/kind-node:$(KIND_NODE_VERSION)
+KIND_CONFIG            ?= fixtures/kind/single-node.yaml
 
 ROOT      := $(abspath .)
 BIN       := $(ROOT)/bin
@@ -145,6 +149,26 @@ images: docker-engine build ## Build the operator image and the etcd images (ETC
 	  tools/images/build.sh operator $$tag && \
 	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
 	  echo "images: operator gauntlet.dev/operator:$$tag, etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM) (names in bin/images.env)"
+
+.PHONY: node-image
+node-image: docker-engine ## Build the kind node image (KIND_NODE_VERSION) offline from Go modules and Debian packages; reused when present.
+	tools/images/node/build.sh $(KIND_NODE_VERSION)
+
+##@ End to end (kind; a Docker engine is set up when none answers)
+
+E2E_ENV = OPERATOR_IMAGE=$$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env) \
+	ETCD_IMAGE=gauntlet.dev/etcd:$(ETCD_VERSION) ETCD_UPGRADE_FROM_IMAGE=gauntlet.dev/etcd:$(ETCD_UPGRADE_FROM) \
+	GAUNTLET_NODE_IMAGE=$(NODE_IMAGE) GAUNTLET_KIND_CONFIG=$(KIND_CONFIG)
+
+.PHONY: test-e2e
+test-e2e: $(GOTESTSUM) images node-image ## E2E tier: a kind cluster, the operator deployed from its manifests, every spec and the kuttl suites.
+	@mkdir -p $(ARTIFACTS)
+	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e.xml -- -count=1 -timeout 40m -tags e2e ./suites/e2e
+
+.PHONY: test-e2e-smoke
+test-e2e-smoke: $(GOTESTSUM) images node-image ## E2E smoke: engine, images, cluster, operator, one 3-member cluster Available with data, delete with snapshot.
+	@mkdir -p $(ARTIFACTS)
+	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e-smoke.xml -- -count=1 -timeout 30m -tags e2e -run '^(TestCreate|TestSnapshot)$$' ./suites/e2e
 
 ##@ Binaries built from Go modules (cached in bin/ by version)
 

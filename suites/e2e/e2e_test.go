@@ -11,6 +11,9 @@ import (
 
 	harness "github.com/kudobuilder/kuttl/pkg/apis/testharness/v1beta1"
 	kuttl "github.com/kudobuilder/kuttl/pkg/test"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gauntlet-dev/gauntlet/suites/e2e"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
@@ -26,6 +29,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	level := zapcore.ErrorLevel
+	if os.Getenv("GAUNTLET_VERBOSE") != "" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) //nolint:forbidigo // TestMain has no *testing.T; this context bounds the setup
 	defer cancel()
 	var err error

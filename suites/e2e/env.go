@@ -96,6 +96,9 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return fail(err)
 	}
+	if err := c.WaitSystemReady(ctx, e.Client, 3*time.Minute); err != nil {
+		return fail(err)
+	}
 	if !c.Existing {
 		if err := c.LoadImages(ctx, o.OperatorImage, o.EtcdImage, o.EtcdUpgradeFrom); err != nil {
 			return fail(err)

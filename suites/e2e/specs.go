@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -300,23 +301,36 @@ func SnapshotSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	g.Expect(c.Spec.DeletionPolicy).To(BeEquivalentTo(dbv1.DeletionPolicySnapshot))
 	CreateCluster(ctx, t, in, c)
 	WriteKeys(ctx, t, in, c, "snap", 30)
+	// Watch, not poll: the snapshot is recorded one pass before the
+	// finalizer goes, a second apart.
+	wc, err := client.NewWithWatch(in.Env.Config, client.Options{Scheme: in.Env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	list := &dbv1.DatabaseClusterList{}
+	g.Expect(wc.List(ctx, list, client.InNamespace(in.Namespace))).To(Succeed())
+	w, err := wc.Watch(ctx, &dbv1.DatabaseClusterList{}, client.InNamespace(in.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
 	g.Expect(in.Env.Client.Delete(ctx, c)).To(Succeed())
 	var last *dbv1.SnapshotStatus
-	err := framework.PollFor(ctx, "the cluster to be deleted after its final snapshot", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
-		got := &dbv1.DatabaseCluster{}
-		err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
+	deadline := time.After(availableTimeout)
+	for deleted := false; !deleted; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			g.Expect(ok).To(BeTrue(), "the watch ended before the cluster was deleted")
+			got, isCluster := ev.Object.(*dbv1.DatabaseCluster)
+			if !isCluster || got.Name != c.Name {
+				continue
+			}
+			if got.Status.LastSnapshot != nil {
+				last = got.Status.LastSnapshot.DeepCopy()
+			}
+			deleted = ev.Type == watch.Deleted
+		case <-deadline:
+			got := &dbv1.DatabaseCluster{}
+			_ = in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
+			t.Fatalf("the cluster was not deleted within %s; last seen:\n%s", availableTimeout, framework.DescribeConditions(got.Status.Conditions))
 		}
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		if got.Status.LastSnapshot != nil {
-			last = got.Status.LastSnapshot.DeepCopy()
-		}
-		return false, framework.DescribeConditions(got.Status.Conditions), nil
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+	}
 	g.Expect(last).NotTo(BeNil(), "lastSnapshot was recorded before the finalizer went")
 	g.Expect(last.Final).To(BeTrue())
 	g.Expect(last.Revision).To(BeNumerically(">", 30))

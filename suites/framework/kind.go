@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
@@ -268,3 +271,44 @@ func (i kindInfo) Infof(f string, a ...any) {
 }
 
 func (i kindInfo) Enabled() bool { return i.on }
+
+// WaitSystemReady waits until every Deployment and DaemonSet in the given
+// system namespaces (kube-system and the storage provisioner's, by default)
+// is ready. A node can be Ready before kube-proxy routes Service IPs, and a
+// pod that calls the API server's Service address then fails: workloads of
+// the tests start only once the cluster's own have.
+func (c *Cluster) WaitSystemReady(ctx context.Context, cl client.Client, timeout time.Duration, namespaces ...string) error {
+	if len(namespaces) == 0 {
+		namespaces = []string{"kube-system", "local-path-storage"}
+	}
+	start := time.Now()
+	err := PollFor(ctx, "the cluster's system workloads to be ready", timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+		var waiting []string
+		for _, ns := range namespaces {
+			deps := &appsv1.DeploymentList{}
+			if err := cl.List(ctx, deps, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, d := range deps.Items {
+				if d.Status.ObservedGeneration < d.Generation || d.Status.AvailableReplicas < ptr.Deref(d.Spec.Replicas, 1) {
+					waiting = append(waiting, fmt.Sprintf("deployment %s/%s %d/%d available", ns, d.Name, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1)))
+				}
+			}
+			dss := &appsv1.DaemonSetList{}
+			if err := cl.List(ctx, dss, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, d := range dss.Items {
+				if d.Status.DesiredNumberScheduled == 0 || d.Status.NumberReady < d.Status.DesiredNumberScheduled {
+					waiting = append(waiting, fmt.Sprintf("daemonset %s/%s %d/%d ready", ns, d.Name, d.Status.NumberReady, d.Status.DesiredNumberScheduled))
+				}
+			}
+		}
+		return len(waiting) == 0, strings.Join(waiting, "\n"), nil
+	})
+	if err != nil {
+		return err
+	}
+	c.progress("system workloads of %s ready after %s", c.Name, since(start))
+	return nil
+}
