@@ -227,5 +227,11 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, sche
 	if err := mgr.AddReadyzCheck("webhook-certs", cm.Checker); err != nil {
 		return err
 	}
+	// Not ready until the webhook server serves: an API server that calls a
+	// pod which is Ready but not yet listening fails every DatabaseCluster
+	// write (seen on kind by the e2e tier).
+	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
 	return dbwebhook.SetupWithManager(mgr)
 }

@@ -18,13 +18,17 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
@@ -149,7 +153,23 @@ func (e *Env) deployOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.progress("operator available after %s", time.Since(start).Round(time.Millisecond))
+	// Available is not enough: the webhook's Service must route to it. A
+	// server-side dry run of a valid cluster goes through the webhook.
+	probe := &dbv1.DatabaseCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: "default"},
+		Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To[int32](3), Image: e.EtcdImage,
+			Storage: dbv1.StorageSpec{Size: resource.MustParse("1Gi")}},
+	}
+	err = framework.PollFor(ctx, "the operator's webhook to answer", 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		return err
+	}
+	e.progress("operator available and its webhook answering after %s", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
