@@ -275,15 +275,26 @@ func MemberLossSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	g := NewWithT(t)
 	c := CreateSpec(ctx, t, in)
 	before := MemberIDs(ctx, t, in, c)
-	g.Expect(in.Env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "db-1"}})).To(Succeed())
-	time.Sleep(5 * time.Second) // let the deletion show before waiting for health
+	old := &corev1.Pod{}
+	g.Expect(in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: "db-1"}, old)).To(Succeed())
+	g.Expect(in.Env.Client.Delete(ctx, old)).To(Succeed())
+	// Health is only worth waiting for once the replacement pod runs:
+	// before that, status still describes the old one.
+	err := framework.PollFor(ctx, "db-1 to be recreated and ready", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		p := &corev1.Pod{}
+		if err := in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: "db-1"}, p); err != nil {
+			return false, err.Error(), nil
+		}
+		return p.UID != old.UID && framework.PodReady(p), fmt.Sprintf("pod %s, ready %v", p.UID, framework.PodReady(p)), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
 	WaitHealthy(ctx, t, in, c, 3)
 	g.Expect(MemberIDs(ctx, t, in, c)).To(Equal(before), "db-1 rejoined as itself")
 	ExpectKeys(ctx, t, in, c, "create", 100)
 
 	g.Expect(in.Env.Client.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "data-db-2"}})).To(Succeed())
 	g.Expect(in.Env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "db-2"}})).To(Succeed())
-	err := framework.PollFor(ctx, "db-2 to rejoin as a new member", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+	err = framework.PollFor(ctx, "db-2 to rejoin as a new member", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
 		ids := MemberIDs(ctx, t, in, c)
 		return ids["db-2"] != "" && ids["db-2"] != before["db-2"], fmt.Sprintf("members %v, conditions:\n%s", ids, framework.DescribeConditions(c.Status.Conditions)), nil
 	})
@@ -394,7 +405,9 @@ func ExpectStable(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.Datab
 		}
 		return out
 	}
+	// Stability is a property over time: checked every second for 15s,
+	// failing at the first change.
 	first := read()
-	time.Sleep(15 * time.Second)
-	g.Expect(read()).To(Equal(first), "owned objects changed while the cluster was converged")
+	g.Consistently(read).WithTimeout(15*time.Second).WithPolling(time.Second).
+		Should(Equal(first), "owned objects changed while the cluster was converged")
 }
