@@ -109,6 +109,8 @@ var (
 	// initial cluster (EnvInitialCluster) and state (EnvInitialClusterState,
 	// ClusterStateNew or ClusterStateExisting) from.
 	MembersConfigMapName = builders.MembersConfigMapName
+	// InitialClusterMembers reads the member names of an initial-cluster value.
+	InitialClusterMembers = builders.InitialClusterMembers
 )
 
 // Keys and values of the members ConfigMap, and names in the pod template.

@@ -260,11 +260,5 @@ func (e *EtcdWorld) membersConfig(ctx context.Context, c *dbv1.DatabaseCluster) 
 	if err != nil {
 		return "", nil, err
 	}
-	var names []string
-	for part := range strings.SplitSeq(cm.Data[operator.EnvInitialCluster], ",") {
-		if name, _, ok := strings.Cut(part, "="); ok {
-			names = append(names, name)
-		}
-	}
-	return cm.Data[operator.EnvInitialClusterState], names, nil
+	return cm.Data[operator.EnvInitialClusterState], operator.InitialClusterMembers(cm.Data[operator.EnvInitialCluster]), nil
 }

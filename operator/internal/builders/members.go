@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"strings"
+
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -41,3 +43,15 @@ func MembersConfigMap(c *dbv1.DatabaseCluster, state string, members []string, o
 // DataClaimName is the name the StatefulSet controller gives a member's
 // data volume claim.
 func DataClaimName(member string) string { return DataVolumeName + "-" + member }
+
+// InitialClusterMembers are the member names in an --initial-cluster value
+// ("name=peerURL,..."), in order.
+func InitialClusterMembers(v string) []string {
+	var names []string
+	for part := range strings.SplitSeq(v, ",") {
+		if name, _, ok := strings.Cut(part, "="); ok && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}

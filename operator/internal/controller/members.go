@@ -25,10 +25,9 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	var list []etcd.Member
-	s.endpoints = endpoints
 	if r.Dialer != nil && len(endpoints) > 0 {
 		var err error
-		if list, err = r.listMembers(ctx, endpoints); err != nil {
+		if list, err = r.listMembers(ctx, s, endpoints); err != nil {
 			s.memberAPIErr = err
 		} else {
 			s.membersFromAPI = true
@@ -49,12 +48,14 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 	}
 }
 
-func (r *Reconciler) listMembers(ctx context.Context, endpoints []string) ([]etcd.Member, error) {
+// listMembers dials etcd and keeps the client in the scope for the pass's
+// membership step, if any; Reconcile closes it.
+func (r *Reconciler) listMembers(ctx context.Context, s *scope, endpoints []string) ([]etcd.Member, error) {
 	cl, err := r.Dialer.Dial(ctx, endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}
-	defer func() { _ = cl.Close() }()
+	s.etcd = cl
 	list, err := cl.ListMembers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing etcd members: %w", err)

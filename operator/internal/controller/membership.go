@@ -67,18 +67,8 @@ func (r *Reconciler) readMembersConfig(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("reading the members ConfigMap: %w", err)
 	}
 	s.configState = cm.Data[builders.EnvInitialClusterState]
-	s.configMembers = parseInitialCluster(cm.Data[builders.EnvInitialCluster])
+	s.configMembers = builders.InitialClusterMembers(cm.Data[builders.EnvInitialCluster])
 	return ctrl.Result{}, nil
-}
-
-func parseInitialCluster(v string) []string {
-	var names []string
-	for part := range strings.SplitSeq(v, ",") {
-		if name, _, ok := strings.Cut(part, "="); ok && name != "" {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // readMembers reads the StatefulSet and its pods, then the members through
@@ -259,7 +249,7 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 		l := members[i]
 		switch {
 		case l.ordinal >= desired:
-			if err := r.memberCall(ctx, s, "removing learner "+l.name, func(cl etcd.Client) error { return cl.Remove(ctx, l.ID) }); err != nil {
+			if err := s.memberCall("removing learner "+l.name, func(cl etcd.Client) error { return cl.Remove(ctx, l.ID) }); err != nil {
 				return members, ctrl.Result{}, err
 			}
 			s.step("removed learner %s, no longer wanted", l.name)
@@ -277,7 +267,7 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 			return wait(dbv1.ReasonWaitingForQuorum, "promoting %s would leave %d healthy of %d voters, below quorum %d",
 				l.name, healthy+1, voters+1, etcd.Quorum(voters+1))
 		}
-		err := r.memberCall(ctx, s, "promoting "+l.name, func(cl etcd.Client) error { return cl.Promote(ctx, l.ID) })
+		err := s.memberCall("promoting "+l.name, func(cl etcd.Client) error { return cl.Promote(ctx, l.ID) })
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
 			return wait(dbv1.ReasonScaling, "adding member %s: the learner is catching up with the leader", l.name)
 		}
@@ -303,7 +293,7 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 			return wait(dbv1.ReasonWaitingForQuorum, "replacing %s: removing it would leave %d healthy of %d voters, below quorum %d",
 				m.name, healthy, voters-1, etcd.Quorum(voters-1))
 		}
-		if err := r.memberCall(ctx, s, "removing "+m.name, func(cl etcd.Client) error { return cl.Remove(ctx, m.ID) }); err != nil {
+		if err := s.memberCall("removing "+m.name, func(cl etcd.Client) error { return cl.Remove(ctx, m.ID) }); err != nil {
 			return members, ctrl.Result{}, err
 		}
 		s.waitFor(dbv1.ReasonReplacingMember, fmt.Sprintf("replacing %s, which restarted without its data (%s): removed it, it rejoins as a new member", m.name, why))
@@ -333,13 +323,13 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 				return wait(dbv1.ReasonWaitingForQuorum, "removing %s: no healthy voter to hand leadership to", x.name)
 			}
 			y := members[to]
-			if err := r.memberCall(ctx, s, "moving leadership to "+y.name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, y.ID) }); err != nil {
+			if err := s.memberCall("moving leadership to "+y.name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, y.ID) }); err != nil {
 				return members, ctrl.Result{}, err
 			}
 			s.step("moved leadership from %s to %s before removing it", x.name, y.name)
 			return members, ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 		}
-		if err := r.memberCall(ctx, s, "removing "+x.name, func(cl etcd.Client) error { return cl.Remove(ctx, x.ID) }); err != nil {
+		if err := s.memberCall("removing "+x.name, func(cl etcd.Client) error { return cl.Remove(ctx, x.ID) }); err != nil {
 			return members, ctrl.Result{}, err
 		}
 		s.step("removed member %s", x.name)
@@ -370,7 +360,7 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 				name, healthy, voters, etcd.Quorum(voters))
 		}
 		var added etcd.Member
-		if err := r.memberCall(ctx, s, "adding learner "+name, func(cl etcd.Client) error {
+		if err := s.memberCall("adding learner "+name, func(cl etcd.Client) error {
 			var err error
 			added, err = cl.AddLearner(ctx, builders.PeerURL(c, name, r.Builders))
 			return err
@@ -389,13 +379,12 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 // with an error (retried with backoff) and is shown in status.
 // etcd refusing a change because the cluster is not ready for one comes back
 // as etcd.ErrClusterNotReady, which the callers turn into a wait.
-func (r *Reconciler) memberCall(ctx context.Context, s *scope, what string, call func(etcd.Client) error) error {
-	cl, err := r.Dialer.Dial(ctx, s.endpoints)
-	if err != nil {
-		return fmt.Errorf("%s: connecting to etcd: %w", what, err)
+// It uses the client the pass listed the members with.
+func (s *scope) memberCall(what string, call func(etcd.Client) error) error {
+	if s.etcd == nil {
+		return fmt.Errorf("%s: no connection to etcd in this pass", what)
 	}
-	defer func() { _ = cl.Close() }()
-	if err := call(cl); err != nil {
+	if err := call(s.etcd); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -120,6 +120,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := newScope(c)
 	defer func() {
+		if s.etcd != nil {
+			_ = s.etcd.Close()
+		}
+	}()
+	defer func() {
 		if err := r.writeStatus(ctx, s, retErr); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

@@ -79,7 +79,7 @@ func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, er
 			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: no updated member to hand leadership to", done, total))
 			return ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 		}
-		err := r.memberCall(ctx, s, "moving leadership to "+to.Name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, to.ID) })
+		err := s.memberCall("moving leadership to "+to.Name, func(cl etcd.Client) error { return cl.MoveLeader(ctx, to.ID) })
 		switch {
 		case errors.Is(err, etcd.ErrClusterNotReady):
 			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: %v", done, total, err))

@@ -30,12 +30,13 @@ type scope struct {
 	membersObserved bool
 	membersFromAPI  bool
 	memberAPIErr    error
-	// apiMembers is etcd's member list (when membersFromAPI), endpoints the
-	// client URLs of ready members, foreignMembers those that belong to no
-	// pod of this cluster.
+	// apiMembers is etcd's member list (when membersFromAPI), foreignMembers
+	// those that belong to no pod of this cluster.
 	apiMembers     []etcd.Member
-	endpoints      []string
 	foreignMembers []etcd.Member
+	// etcd is the pass's client to the member API (nil without one); the
+	// membership step uses it, and Reconcile closes it.
+	etcd etcd.Client
 
 	// configState and configMembers are the members ConfigMap as read
 	// (empty before it exists); replicas is the StatefulSet size the
