@@ -43,7 +43,7 @@ GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 ##@ General

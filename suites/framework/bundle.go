@@ -136,11 +136,7 @@ func BundleOnFailure(t testing.TB, run string, o func() BundleOptions) {
 		if !t.Failed() {
 			return
 		}
-		root := os.Getenv("ARTIFACTS")
-		if root == "" {
-			root = "artifacts"
-		}
-		dir := filepath.Join(root, run, safeName(t.Name()))
+		dir := filepath.Join(ArtifactsDir(), run, safeName(t.Name()))
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 2*time.Minute)
 		defer cancel()
 		if err := CollectBundle(ctx, dir, o()); err != nil {
@@ -149,6 +145,15 @@ func BundleOnFailure(t testing.TB, run string, o func() BundleOptions) {
 		}
 		t.Logf("failure bundle: %s", dir)
 	})
+}
+
+// ArtifactsDir is where runs leave their evidence: $ARTIFACTS when set
+// (make sets it), else ./artifacts.
+func ArtifactsDir() string {
+	if root := os.Getenv("ARTIFACTS"); root != "" {
+		return root
+	}
+	return "artifacts"
 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// Budget is what a scenario may cost. Zero durations mean "not judged".
+type Budget struct {
+	// DegradedWithin: the Degraded condition must turn True within this
+	// long of the injection (the operator noticed the fault).
+	DegradedWithin metav1.Duration `json:"degradedWithin,omitempty"`
+	// AvailableWithin: Available must be True within this long of the heal.
+	AvailableWithin metav1.Duration `json:"availableWithin,omitempty"`
+	// WritesResumeWithin: a write invoked after the injection must be
+	// acknowledged within this long of it.
+	WritesResumeWithin metav1.Duration `json:"writesResumeWithin,omitempty"`
+	// AvailableNeverFalse: Available stays True from injection to heal (a
+	// minority fault must not cost quorum).
+	AvailableNeverFalse bool `json:"availableNeverFalse,omitempty"`
+	// ReconcileErrors is the largest allowed increase of the controller's
+	// reconcile error count over the run.
+	ReconcileErrors int `json:"reconcileErrors"`
+	// OperatorRestarts is how many times the operator may restart or be
+	// replaced (non-zero only where the scenario kills it).
+	OperatorRestarts int `json:"operatorRestarts"`
+	// MinOperations is the least number of workload operations that must
+	// be checked (a run that wrote nothing proves nothing).
+	MinOperations int `json:"minOperations,omitempty"`
+}
+
+// Budgets is the budget file: defaults, then per-scenario overrides of
+// whole budgets.
+type Budgets struct {
+	Defaults  Budget            `json:"defaults"`
+	Scenarios map[string]Budget `json:"scenarios"`
+}
+
+// LoadBudgets reads a budget file (see ParseBudgets).
+func LoadBudgets(path string, known []string) (*Budgets, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBudgets(b, path, known)
+}
+
+// ParseBudgets parses a budget file; unknown fields are errors, and every
+// scenario named must be in known, so that a typo cannot silently fall back
+// to the defaults. source names the data in errors.
+func ParseBudgets(data []byte, source string, known []string) (*Budgets, error) {
+	out := &Budgets{}
+	if err := yaml.UnmarshalStrict(data, out); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	for name := range out.Scenarios {
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("%s: budget for unknown scenario %q (known: %v)", source, name, known)
+		}
+	}
+	return out, nil
+}
+
+// For returns the scenario's budget, or the defaults.
+func (b *Budgets) For(name string) Budget {
+	if s, ok := b.Scenarios[name]; ok {
+		return s
+	}
+	return b.Defaults
+}
+
+// Figures are what a scenario measured. Durations are -1 when the event
+// never happened.
+type Figures struct {
+	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from injection
+	TimeToAvailable   time.Duration `json:"timeToAvailable"`   // from heal
+	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // from injection
+	LongestWriteGap   time.Duration `json:"longestWriteGap"`
+	AvailableFalse    bool          `json:"availableFalseDuringFault"`
+	Operations        int           `json:"operationsChecked"`
+	AckedWrites       int           `json:"ackedWrites"`
+	AmbiguousWrites   int           `json:"ambiguousWrites"`
+	WritesLost        int           `json:"writesLost"`
+	Linearizable      string        `json:"linearizable"` // porcupine: Ok, Illegal, Unknown
+	PanicsDelta       float64       `json:"reconcilePanicsDelta"`
+	ErrorsDelta       float64       `json:"reconcileErrorsDelta"`
+	WorkqueueDepth    float64       `json:"workqueueDepthAfter"`
+	OperatorRestarts  int           `json:"operatorRestarts"`
+	UnstableObjects   []string      `json:"unstableObjects,omitempty"`
+}
+
+// Judge compares figures with a budget and returns every violation.
+func Judge(f Figures, b Budget) []string {
+	var v []string
+	within := func(what string, d time.Duration, limit metav1.Duration) {
+		switch {
+		case limit.Duration == 0:
+		case d < 0:
+			v = append(v, fmt.Sprintf("%s: never happened (budget %s)", what, limit.Duration))
+		case d > limit.Duration:
+			v = append(v, fmt.Sprintf("%s: %s, over the budget of %s", what, d.Round(100*time.Millisecond), limit.Duration))
+		}
+	}
+	within("time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
+	within("time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
+	within("time until writes resumed after the injection", f.WritesResumeAfter, b.WritesResumeWithin)
+	if b.AvailableNeverFalse && f.AvailableFalse {
+		v = append(v, "Available turned False during a fault that leaves quorum intact")
+	}
+	if f.WritesLost > 0 {
+		v = append(v, fmt.Sprintf("%d acknowledged writes lost", f.WritesLost))
+	}
+	if f.Linearizable != "Ok" {
+		v = append(v, fmt.Sprintf("history not proven linearizable: %s", f.Linearizable))
+	}
+	if f.Operations < b.MinOperations {
+		v = append(v, fmt.Sprintf("only %d operations checked (at least %d needed)", f.Operations, b.MinOperations))
+	}
+	if f.PanicsDelta != 0 {
+		v = append(v, fmt.Sprintf("controller_runtime_reconcile_panics_total rose by %v", f.PanicsDelta))
+	}
+	if f.ErrorsDelta > float64(b.ReconcileErrors) {
+		v = append(v, fmt.Sprintf("reconcile errors rose by %v (budget %d)", f.ErrorsDelta, b.ReconcileErrors))
+	}
+	if f.WorkqueueDepth != 0 {
+		v = append(v, fmt.Sprintf("workqueue depth %v after the heal (want 0)", f.WorkqueueDepth))
+	}
+	if f.OperatorRestarts > b.OperatorRestarts {
+		v = append(v, fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, b.OperatorRestarts))
+	}
+	for _, u := range f.UnstableObjects {
+		v = append(v, "owned object still changing after convergence: "+u)
+	}
+	return v
+}
+
+// ControllerMetrics are the controller-runtime metrics the judgement reads
+// for one controller.
+type ControllerMetrics struct {
+	Panics, Errors, WorkqueueDepth float64
+}
+
+// ReadControllerMetrics reads controller's reconcile panics and errors and
+// its workqueue depth from a scrape of a controller-runtime manager.
+func ReadControllerMetrics(families map[string]*dto.MetricFamily, controller string) ControllerMetrics {
+	c := map[string]string{"controller": controller}
+	return ControllerMetrics{
+		Panics:         framework.SumSamples(families, "controller_runtime_reconcile_panics_total", c),
+		Errors:         framework.SumSamples(families, "controller_runtime_reconcile_errors_total", c),
+		WorkqueueDepth: framework.SumSamples(families, "workqueue_depth", map[string]string{"name": controller}),
+	}
+}

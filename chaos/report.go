@@ -1,0 +1,163 @@
+package chaos
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Verdicts.
+const (
+	Passed  = "passed"
+	Failed  = "failed"
+	Skipped = "skipped"
+)
+
+// Result is one scenario's run, figures and verdict.
+type Result struct {
+	*Run
+	Figures    Figures  `json:"figures"`
+	Budget     Budget   `json:"budget"`
+	Violations []string `json:"violations,omitempty"`
+	Timeline   []Sample `json:"timeline,omitempty"`
+	// Artifacts is the folder holding this scenario's evidence.
+	Artifacts string        `json:"artifacts,omitempty"`
+	Took      time.Duration `json:"took"`
+}
+
+// Verdict is passed, failed or skipped.
+func (r *Result) Verdict() string {
+	switch {
+	case r.Skipped != "":
+		return Skipped
+	case r.Failed() || len(r.Violations) > 0:
+		return Failed
+	}
+	return Passed
+}
+
+// Report is a chaos run: every scenario's result.
+type Report struct {
+	Seed    uint64    `json:"seed"`
+	Started time.Time `json:"started"`
+	Cluster string    `json:"cluster,omitempty"`
+	Results []*Result `json:"results"`
+}
+
+// Failed tells whether any scenario failed.
+func (r *Report) Failed() bool {
+	for _, res := range r.Results {
+		if res.Verdict() == Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// Write saves report.json, junit.xml and summary.md under dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.md"), []byte(r.Summary()), 0o644); err != nil {
+		return err
+	}
+	return r.writeJUnit(filepath.Join(dir, "junit.xml"))
+}
+
+func ms(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// Summary is a Markdown table of the figures, one row per scenario, then
+// every violation and skip reason.
+func (r *Report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Chaos run (seed %d, %s)\n\n", r.Seed, r.Started.UTC().Format(time.RFC3339))
+	b.WriteString("| scenario | verdict | fault | to Degraded | to Available | writes resume | longest write gap | ops checked | writes lost | linearizable |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		f := res.Figures
+		if res.Verdict() == Skipped {
+			fmt.Fprintf(&b, "| %s | skipped | %s | | | | | | | |\n", res.Scenario, res.Experiment)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", res.Scenario, res.Verdict(), res.Experiment,
+			ms(f.TimeToDegraded), ms(f.TimeToAvailable), ms(f.WritesResumeAfter), ms(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
+	}
+	for _, res := range r.Results {
+		switch res.Verdict() {
+		case Skipped:
+			fmt.Fprintf(&b, "\n**%s skipped:** %s\n", res.Scenario, res.Skipped)
+		case Failed:
+			fmt.Fprintf(&b, "\n**%s failed** (replay with seed %d; evidence in %s):\n", res.Scenario, res.Seed, res.Artifacts)
+			for _, e := range append(append([]string(nil), res.Errors...), res.Violations...) {
+				fmt.Fprintf(&b, "- %s\n", e)
+			}
+		}
+	}
+	return b.String()
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name    string        `xml:"name,attr"`
+	Class   string        `xml:"classname,attr"`
+	Time    float64       `xml:"time,attr"`
+	Failure *junitMessage `xml:"failure,omitempty"`
+	Skipped *junitMessage `xml:"skipped,omitempty"`
+	Output  string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func (r *Report) writeJUnit(path string) error {
+	s := junitSuite{Name: "gauntlet-chaos", Tests: len(r.Results)}
+	for _, res := range r.Results {
+		c := junitCase{Name: res.Scenario, Class: "chaos", Time: res.Took.Seconds()}
+		s.Time += c.Time
+		switch res.Verdict() {
+		case Skipped:
+			s.Skipped++
+			c.Skipped = &junitMessage{Message: res.Skipped}
+		case Failed:
+			s.Failures++
+			all := append(append([]string(nil), res.Errors...), res.Violations...)
+			c.Failure = &junitMessage{Message: all[0], Text: strings.Join(all, "\n")}
+		}
+		fig, _ := json.MarshalIndent(res.Figures, "", " ")
+		c.Output = fmt.Sprintf("seed %d, %s on %v\n%s", res.Seed, res.Experiment, res.Targets, fig)
+		s.Cases = append(s.Cases, c)
+	}
+	b, err := xml.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(xml.Header), b...), 0o644)
+}

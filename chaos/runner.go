@@ -1,0 +1,377 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	chaosv1alpha1 "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// Scenario is one fault and what happens around it. The runner owns the
+// fault's life cycle; the caller owns what to observe and how to judge.
+type Scenario struct {
+	// Name identifies the scenario in logs and reports.
+	Name string
+	// Fault resolves its targets against the live cluster (with rng for
+	// every choice, so a seed replays the run) and builds the experiment.
+	Fault func(ctx context.Context, rng *rand.Rand) (*Experiment, error)
+	// During, when set, runs once the fault is injected, concurrently with
+	// the hold (for example a scale-up the operator must carry out while
+	// it is being killed). Its error fails the run.
+	During func(ctx context.Context) error
+	// Hold is how long the fault stays injected (default 20s). A fault
+	// that ends by itself (a pod kill) is still held, so the observation
+	// window has the same shape for every scenario.
+	Hold time.Duration
+	// Converged waits, after the recovery, until the system is healthy
+	// again; its error (with what it last saw) fails the run.
+	Converged func(ctx context.Context) error
+}
+
+// Phase timestamps of one run.
+type Phases struct {
+	Start     time.Time `json:"start"`
+	Injected  time.Time `json:"injected"`  // Chaos Mesh reported every target injected
+	Healed    time.Time `json:"healed"`    // every target reported recovered, the object gone
+	Converged time.Time `json:"converged"` // Converged returned
+}
+
+// Run is the outcome of running one scenario.
+type Run struct {
+	Scenario   string        `json:"scenario"`
+	Seed       uint64        `json:"seed"`
+	Experiment string        `json:"experiment,omitempty"` // kind/action
+	Targets    []string      `json:"targets,omitempty"`
+	Phases     Phases        `json:"phases"`
+	InjectTook time.Duration `json:"injectTook"`
+	HealTook   time.Duration `json:"healTook"`
+	// Skipped holds the reason a scenario did not run (the kernel lacks
+	// what the fault needs); a skipped run never passes.
+	Skipped string `json:"skipped,omitempty"`
+	// Leftovers are traces Chaos Mesh leaves by design (unreferenced
+	// chains and ipsets), reported, not failed.
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Errors are the violations found by the runner itself.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Failed tells whether the runner found a violation.
+func (r *Run) Failed() bool { return len(r.Errors) > 0 }
+
+func (r *Run) fail(format string, args ...any) {
+	r.Errors = append(r.Errors, fmt.Sprintf(format, args...))
+}
+
+// Runner runs scenarios against a cluster with Chaos Mesh installed.
+type Runner struct {
+	Config *rest.Config
+	// Client must know the Chaos Mesh types (AddToScheme).
+	Client client.Client
+	// ChaosNamespace is where Chaos Mesh's daemon runs (default chaos-mesh).
+	ChaosNamespace string
+	// DaemonLabels select the chaos-daemon pods (default
+	// app.kubernetes.io/component=chaos-daemon).
+	DaemonLabels map[string]string
+	// InjectTimeout and RecoverTimeout bound the waits for Chaos Mesh's
+	// report (default 90s each).
+	InjectTimeout, RecoverTimeout time.Duration
+	// Log receives one line per step with its duration (default stderr).
+	Log io.Writer
+
+	features map[Feature]error
+}
+
+func (r *Runner) defaults() {
+	if r.ChaosNamespace == "" {
+		r.ChaosNamespace = "chaos-mesh"
+	}
+	if r.DaemonLabels == nil {
+		r.DaemonLabels = map[string]string{"app.kubernetes.io/component": "chaos-daemon"}
+	}
+	if r.InjectTimeout == 0 {
+		r.InjectTimeout = 90 * time.Second
+	}
+	if r.RecoverTimeout == 0 {
+		r.RecoverTimeout = 90 * time.Second
+	}
+	if r.Log == nil {
+		r.Log = os.Stderr
+	}
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.Log, "%s chaos: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// Run runs s with seed: inject, wait until Chaos Mesh reports every
+// target injected, hold (running During), recover, wait until every target
+// is recovered and the object is gone, wait for convergence, and check that
+// no chaos object, finalizer or active network rule is left. Cleanup runs
+// whatever happened before it.
+func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
+	r.defaults()
+	run := &Run{Scenario: s.Name, Seed: seed, Phases: Phases{Start: time.Now()}}
+	hold := s.Hold
+	if hold == 0 {
+		hold = 20 * time.Second
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	exp, err := s.Fault(ctx, rng)
+	if err != nil {
+		run.fail("resolving the fault's targets: %v", err)
+		return run
+	}
+	run.Experiment = exp.Kind()
+	for _, t := range exp.Targets {
+		run.Targets = append(run.Targets, t.String())
+	}
+	r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
+	if missing := r.missingFeatures(ctx, exp); missing != "" {
+		run.Skipped = missing
+		r.logf("%s: skipped: %s", s.Name, missing)
+		return run
+	}
+
+	defer r.cleanup(ctx, exp, run)
+
+	t0 := time.Now()
+	if err := r.Client.Create(ctx, exp.Object); err != nil {
+		run.fail("creating %s %s: %v", run.Experiment, exp.Name(), err)
+		return run
+	}
+	if err := r.waitInjected(ctx, exp); err != nil {
+		run.fail("%v", err)
+		return run
+	}
+	run.Phases.Injected = time.Now()
+	run.InjectTook = run.Phases.Injected.Sub(t0)
+	r.logf("%s: injected on every target in %s", s.Name, run.InjectTook.Round(time.Millisecond))
+
+	during := make(chan error, 1)
+	if s.During != nil {
+		go func() { during <- s.During(ctx) }()
+	} else {
+		during <- nil
+	}
+	select {
+	case <-ctx.Done():
+		run.fail("interrupted while holding the fault: %v", ctx.Err())
+		return run
+	case <-time.After(hold):
+	}
+	t1 := time.Now()
+	if err := r.recover(ctx, exp); err != nil {
+		run.fail("%v", err)
+		return run
+	}
+	run.Phases.Healed = time.Now()
+	run.HealTook = run.Phases.Healed.Sub(t1)
+	r.logf("%s: held %s, every target recovered and the object gone in %s", s.Name, hold, run.HealTook.Round(time.Millisecond))
+	select {
+	case err := <-during:
+		if err != nil {
+			run.fail("the action during the fault failed: %v", err)
+		}
+	case <-ctx.Done():
+		run.fail("interrupted waiting for the action during the fault: %v", ctx.Err())
+		return run
+	}
+	if s.Converged != nil {
+		t2 := time.Now()
+		if err := s.Converged(ctx); err != nil {
+			run.fail("not converged after the heal: %v", err)
+			return run
+		}
+		r.logf("%s: converged %s after the heal", s.Name, time.Since(t2).Round(time.Millisecond))
+	}
+	run.Phases.Converged = time.Now()
+	return run
+}
+
+// waitInjected polls the chaos object until AllInjected is True and every
+// target pod has a record in phase Injected.
+func (r *Runner) waitInjected(ctx context.Context, exp *Experiment) error {
+	want := 0
+	for _, t := range exp.Targets {
+		want += len(t.Names)
+	}
+	return framework.PollFor(ctx, fmt.Sprintf("Chaos Mesh to report %s injected on %d targets", exp.Name(), want), r.InjectTimeout, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := r.status(ctx, exp)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			injected := 0
+			for _, rec := range st.Experiment.Records {
+				if rec.Phase == chaosv1alpha1.Injected {
+					injected++
+				}
+			}
+			seen := describeStatus(st)
+			return conditionTrue(st, chaosv1alpha1.ConditionAllInjected) && injected >= want, seen, nil
+		})
+}
+
+// recover pauses the experiment, waits until Chaos Mesh reports every
+// target recovered, then deletes it and waits until it is gone (its
+// finalizer removed).
+func (r *Runner) recover(ctx context.Context, exp *Experiment) error {
+	obj := exp.Object
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+chaosv1alpha1.PauseAnnotationKey+`":"true"}}}`))
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("pausing %s: %w", exp.Name(), err)
+	}
+	err := framework.PollFor(ctx, "Chaos Mesh to report "+exp.Name()+" recovered on every target", r.RecoverTimeout, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := r.status(ctx, exp)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, rec := range st.Experiment.Records {
+				if rec.Phase != chaosv1alpha1.NotInjected {
+					return false, describeStatus(st), nil
+				}
+			}
+			return conditionTrue(st, chaosv1alpha1.ConditionAllRecovered), describeStatus(st), nil
+		})
+	if err != nil {
+		return err
+	}
+	return r.deleteAndWait(ctx, obj)
+}
+
+func (r *Runner) deleteAndWait(ctx context.Context, obj client.Object) error {
+	if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
+	}
+	return framework.PollFor(ctx, "chaos object "+obj.GetName()+" to be gone", r.RecoverTimeout, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			if apierrors.IsNotFound(err) {
+				return true, "gone", nil
+			}
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return false, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
+		})
+}
+
+func (r *Runner) status(ctx context.Context, exp *Experiment) (*chaosv1alpha1.ChaosStatus, error) {
+	obj := exp.Object
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return nil, err
+	}
+	switch o := obj.(type) {
+	case *chaosv1alpha1.PodChaos:
+		return &o.Status.ChaosStatus, nil
+	case *chaosv1alpha1.NetworkChaos:
+		return &o.Status.ChaosStatus, nil
+	}
+	return nil, fmt.Errorf("unsupported chaos object %T", obj)
+}
+
+func conditionTrue(st *chaosv1alpha1.ChaosStatus, t chaosv1alpha1.ChaosConditionType) bool {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func describeStatus(st *chaosv1alpha1.ChaosStatus) string {
+	var b strings.Builder
+	b.WriteString("conditions:")
+	for _, c := range st.Conditions {
+		fmt.Fprintf(&b, " %s=%s", c.Type, c.Status)
+	}
+	fmt.Fprintf(&b, "; desiredPhase %q; records:", st.Experiment.DesiredPhase)
+	for _, rec := range st.Experiment.Records {
+		fmt.Fprintf(&b, " %s=%s(injected %d, recovered %d", rec.Id, rec.Phase, rec.InjectedCount, rec.RecoveredCount)
+		if n := len(rec.Events); n > 0 {
+			e := rec.Events[n-1]
+			fmt.Fprintf(&b, ", last %s %s", e.Operation, e.Type)
+			if e.Message != "" {
+				fmt.Fprintf(&b, ": %s", e.Message)
+			}
+		}
+		b.WriteString(")")
+	}
+	if len(st.Experiment.Records) == 0 {
+		b.WriteString(" none")
+	}
+	return b.String()
+}
+
+// cleanup deletes the experiment if it is still there, then checks that no
+// chaos object or finalizer is left in the namespace and that no active
+// rule stays in a target's network namespace.
+func (r *Runner) cleanup(ctx context.Context, exp *Experiment, run *Run) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	if err := r.deleteAndWait(ctx, exp.Object); err != nil {
+		run.fail("cleanup: %v", err)
+	}
+	ns := exp.Object.GetNamespace()
+	left, err := r.chaosObjects(ctx, ns)
+	switch {
+	case err != nil:
+		run.fail("cleanup: listing chaos objects: %v", err)
+	case len(left) > 0:
+		run.fail("cleanup: chaos objects left in %s: %s", ns, strings.Join(left, ", "))
+	}
+	if exp.NetworkRules {
+		leftovers, active, err := r.NetworkRules(ctx, exp.Targets)
+		if err != nil {
+			run.fail("cleanup: inspecting the targets' network namespaces: %v", err)
+		}
+		run.Leftovers = leftovers
+		for _, a := range active {
+			run.fail("cleanup: active rule left: %s", a)
+		}
+	}
+	r.logf("%s: cleanup checked in %s", run.Scenario, time.Since(t0).Round(time.Millisecond))
+}
+
+// chaosObjects lists the PodChaos and NetworkChaos objects in ns, and
+// PodNetworkChaos objects that still carry rules.
+func (r *Runner) chaosObjects(ctx context.Context, ns string) ([]string, error) {
+	var left []string
+	pcs := &chaosv1alpha1.PodChaosList{}
+	ncs := &chaosv1alpha1.NetworkChaosList{}
+	pncs := &chaosv1alpha1.PodNetworkChaosList{}
+	var errs []error
+	for _, l := range []client.ObjectList{pcs, ncs, pncs} {
+		errs = append(errs, r.Client.List(ctx, l, client.InNamespace(ns)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, o := range pcs.Items {
+		left = append(left, fmt.Sprintf("PodChaos %s (finalizers %v)", o.Name, o.Finalizers))
+	}
+	for _, o := range ncs.Items {
+		left = append(left, fmt.Sprintf("NetworkChaos %s (finalizers %v)", o.Name, o.Finalizers))
+	}
+	for _, o := range pncs.Items {
+		if len(o.Spec.IPSets)+len(o.Spec.Iptables)+len(o.Spec.TrafficControls) > 0 {
+			left = append(left, fmt.Sprintf("PodNetworkChaos %s with %d ipsets, %d chains, %d tc rules", o.Name,
+				len(o.Spec.IPSets), len(o.Spec.Iptables), len(o.Spec.TrafficControls)))
+		}
+	}
+	return left, nil
+}

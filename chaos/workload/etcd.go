@@ -1,0 +1,39 @@
+package workload
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// EtcdKV is KV over etcd's v3 client: Put and a linearizable Get.
+type EtcdKV struct {
+	Client *clientv3.Client
+}
+
+// Put implements KV.
+func (e EtcdKV) Put(ctx context.Context, key, value string) (int64, error) {
+	resp, err := e.Client.Put(ctx, key, value)
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// Get implements KV.
+func (e EtcdKV) Get(ctx context.Context, key string) (string, bool, error) {
+	resp, err := e.Client.Get(ctx, key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", false, err
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}
+
+// GetAt implements KV.
+func (e EtcdKV) GetAt(ctx context.Context, key string, revision int64) (string, int64, bool, error) {
+	resp, err := e.Client.Get(ctx, key, clientv3.WithRev(revision))
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", 0, false, err
+	}
+	return string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision, true, nil
+}

@@ -1,0 +1,319 @@
+// Package workload drives a key-value store with concurrent clients while
+// faults are injected, records every operation's invocation and completion
+// (the ledger), and afterwards proves two things about the history: no
+// acknowledged write was lost, and the history is linearizable (checked with
+// porcupine against a key-value model).
+//
+// The store is reached through the small KV interface; EtcdKV adapts etcd's
+// v3 client. Another operator's database needs only its own KV adapter.
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// KV is the store under test. Put and Get must be linearizable operations
+// of the store (etcd: a Put, and a Get without WithSerializable).
+type KV interface {
+	// Put writes value under key and returns the store's revision of the
+	// write once the store acknowledged it.
+	Put(ctx context.Context, key, value string) (revision int64, err error)
+	// Get reads key; found is false when it does not exist.
+	Get(ctx context.Context, key string) (value string, found bool, err error)
+	// GetAt reads key as of revision, to check an acknowledged write after
+	// the fact; it returns the value and the revision that last wrote it.
+	GetAt(ctx context.Context, key string, revision int64) (value string, modRevision int64, found bool, err error)
+}
+
+// Kind is an operation kind.
+type Kind string
+
+// Operation kinds.
+const (
+	KindPut Kind = "put"
+	KindGet Kind = "get"
+)
+
+// Outcome is what the client learned about an operation.
+type Outcome string
+
+// Outcomes. An ambiguous operation (a timeout, a lost connection) may or
+// may not have taken effect: the checker must allow both.
+const (
+	OK        Outcome = "ok"
+	Failed    Outcome = "failed"
+	Ambiguous Outcome = "ambiguous"
+)
+
+// Op is one ledger entry. Times are nanoseconds since the workload started.
+type Op struct {
+	Client   int     `json:"client"`
+	Kind     Kind    `json:"kind"`
+	Key      string  `json:"key"`
+	Value    string  `json:"value,omitempty"` // written (put) or read (get)
+	Found    bool    `json:"found,omitempty"` // get: the key existed
+	Revision int64   `json:"revision,omitempty"`
+	Invoke   int64   `json:"invoke"`
+	Return   int64   `json:"return"`
+	Outcome  Outcome `json:"outcome"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// Config shapes the load.
+type Config struct {
+	// Clients is the number of concurrent clients (default 4).
+	Clients int
+	// Keys is the size of the shared key space (default 8): small, so that
+	// clients contend and the linearizability check has something to check.
+	Keys int
+	// Prefix namespaces the keys (default "gauntlet/workload/").
+	Prefix string
+	// Interval is each client's pause between operations (default 20ms).
+	Interval time.Duration
+	// OpTimeout bounds one operation (default 2s); a timeout is ambiguous.
+	OpTimeout time.Duration
+	// Seed makes the choice of keys and operations replayable.
+	Seed uint64
+}
+
+func (c *Config) defaults() {
+	if c.Clients == 0 {
+		c.Clients = 4
+	}
+	if c.Keys == 0 {
+		c.Keys = 8
+	}
+	if c.Prefix == "" {
+		c.Prefix = "gauntlet/workload/"
+	}
+	if c.Interval == 0 {
+		c.Interval = 20 * time.Millisecond
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 2 * time.Second
+	}
+}
+
+// Workload is a running load; Stop returns its ledger.
+type Workload struct {
+	cfg    Config
+	kv     KV
+	start  time.Time
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	ops    []Op
+}
+
+// Start runs cfg.Clients clients against kv until Stop.
+func Start(ctx context.Context, kv KV, cfg Config) *Workload {
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Workload{cfg: cfg, kv: kv, start: time.Now(), cancel: cancel}
+	for c := range cfg.Clients {
+		w.wg.Add(1)
+		go w.client(ctx, c)
+	}
+	return w
+}
+
+// Started is when the workload began; Op times count from it.
+func (w *Workload) Started() time.Time { return w.start }
+
+func (w *Workload) now() int64 { return time.Since(w.start).Nanoseconds() }
+
+func (w *Workload) client(ctx context.Context, id int) {
+	defer w.wg.Done()
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(id)))
+	for seq := 0; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w.cfg.Interval):
+		}
+		key := fmt.Sprintf("%sk%d", w.cfg.Prefix, rng.IntN(w.cfg.Keys))
+		op := Op{Client: id, Key: key}
+		octx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+		op.Invoke = w.now()
+		var err error
+		if rng.IntN(2) == 0 {
+			op.Kind = KindPut
+			op.Value = fmt.Sprintf("c%d-%d", id, seq) // unique per write
+			op.Revision, err = w.kv.Put(octx, key, op.Value)
+		} else {
+			op.Kind = KindGet
+			op.Value, op.Found, err = w.kv.Get(octx, key)
+		}
+		op.Return = w.now()
+		cancel()
+		if ctx.Err() != nil && err != nil {
+			// Stopped mid-operation: the outcome is unknown, and a write
+			// may still land. Keep it as ambiguous.
+			op.Outcome = Ambiguous
+			op.Error = err.Error()
+			w.record(op)
+			return
+		}
+		switch {
+		case err == nil:
+			op.Outcome = OK
+		case op.Kind == KindGet:
+			op.Outcome = Failed // a failed read changes nothing
+		default:
+			// A write that errored may still have been committed (the
+			// reply was lost): never count it as failed.
+			op.Outcome = Ambiguous
+		}
+		if err != nil {
+			op.Error = err.Error()
+		}
+		w.record(op)
+	}
+}
+
+func (w *Workload) record(op Op) {
+	w.mu.Lock()
+	w.ops = append(w.ops, op)
+	w.mu.Unlock()
+}
+
+// Stop ends the load and returns the ledger.
+func (w *Workload) Stop() *Ledger {
+	w.cancel()
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return &Ledger{Start: w.start, Ops: append([]Op(nil), w.ops...)}
+}
+
+// Snapshot returns the operations recorded so far, without stopping.
+func (w *Workload) Snapshot() []Op {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Op(nil), w.ops...)
+}
+
+// Ledger is the history of a workload.
+type Ledger struct {
+	Start time.Time `json:"start"`
+	Ops   []Op      `json:"ops"`
+}
+
+// Counts summarises the ledger.
+type Counts struct {
+	Operations, AckedWrites, AmbiguousWrites, Reads, FailedReads int
+}
+
+// Counts counts operations by kind and outcome.
+func (l *Ledger) Counts() Counts {
+	var c Counts
+	c.Operations = len(l.Ops)
+	for _, op := range l.Ops {
+		switch {
+		case op.Kind == KindPut && op.Outcome == OK:
+			c.AckedWrites++
+		case op.Kind == KindPut:
+			c.AmbiguousWrites++
+		case op.Outcome == OK:
+			c.Reads++
+		default:
+			c.FailedReads++
+		}
+	}
+	return c
+}
+
+// LongestWriteGap is the longest stretch, inside [from, to), without an
+// acknowledged write completing: how long writes stopped. from and to are
+// offsets from the ledger's start.
+func (l *Ledger) LongestWriteGap(from, to time.Duration) time.Duration {
+	last := from.Nanoseconds()
+	var longest int64
+	for _, op := range l.sortedAcks() {
+		if op.Return < from.Nanoseconds() {
+			continue
+		}
+		if op.Return >= to.Nanoseconds() {
+			break
+		}
+		longest = max(longest, op.Return-last)
+		last = op.Return
+	}
+	longest = max(longest, to.Nanoseconds()-last)
+	return time.Duration(longest)
+}
+
+// WritesResumedAfter is how long after t the first write invoked after t
+// was acknowledged, or false when none was.
+func (l *Ledger) WritesResumedAfter(t time.Duration) (time.Duration, bool) {
+	best := int64(-1)
+	for _, op := range l.Ops {
+		if op.Kind == KindPut && op.Outcome == OK && op.Invoke >= t.Nanoseconds() {
+			if best < 0 || op.Return < best {
+				best = op.Return
+			}
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return time.Duration(best - t.Nanoseconds()), true
+}
+
+func (l *Ledger) sortedAcks() []Op {
+	var acks []Op
+	for _, op := range l.Ops {
+		if op.Kind == KindPut && op.Outcome == OK {
+			acks = append(acks, op)
+		}
+	}
+	sortByReturn(acks)
+	return acks
+}
+
+// Lost is an acknowledged write that could not be read back.
+type Lost struct {
+	Op     Op     `json:"op"`
+	Reason string `json:"reason"`
+}
+
+// VerifyDurability reads back every acknowledged write at the revision the
+// store acknowledged it with: the key must hold exactly that value, written
+// at exactly that revision. Reads are retried until ctx ends, so a store
+// still electing a leader is waited for rather than blamed.
+func (l *Ledger) VerifyDurability(ctx context.Context, kv KV) (checked int, lost []Lost, err error) {
+	for _, op := range l.sortedAcks() {
+		var (
+			v     string
+			mod   int64
+			found bool
+			rerr  error
+		)
+		for {
+			v, mod, found, rerr = kv.GetAt(ctx, op.Key, op.Revision)
+			if rerr == nil || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if rerr != nil {
+			return checked, lost, fmt.Errorf("reading back %s@%d: %w", op.Key, op.Revision, errors.Join(rerr, ctx.Err()))
+		}
+		checked++
+		switch {
+		case !found:
+			lost = append(lost, Lost{Op: op, Reason: fmt.Sprintf("key absent at revision %d", op.Revision)})
+		case v != op.Value || mod != op.Revision:
+			lost = append(lost, Lost{Op: op, Reason: fmt.Sprintf("at revision %d the key holds %q written at revision %d", op.Revision, v, mod)})
+		}
+	}
+	return checked, lost, nil
+}

@@ -1,0 +1,173 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	. "github.com/onsi/gomega"
+)
+
+// memKV is a linearizable in-memory store with a history of revisions,
+// with switches that make it misbehave the way a broken database would.
+type memKV struct {
+	mu   sync.Mutex
+	rev  int64
+	hist map[string][]rec // per key, in revision order
+	// forget drops every write whose revision is a multiple of it from
+	// the history after acknowledging it (a lost write).
+	forget int64
+	// stale makes Get return the value before the latest one.
+	stale bool
+	// failEvery makes every n-th Put fail after applying it (a lost reply).
+	failEvery, puts int
+}
+
+type rec struct {
+	rev   int64
+	value string
+}
+
+func newMemKV() *memKV { return &memKV{hist: map[string][]rec{}} }
+
+func (m *memKV) Put(_ context.Context, key, value string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rev++
+	m.puts++
+	if m.forget == 0 || m.rev%m.forget != 0 {
+		m.hist[key] = append(m.hist[key], rec{m.rev, value})
+	}
+	if m.failEvery > 0 && m.puts%m.failEvery == 0 {
+		return 0, errors.New("connection lost before the reply")
+	}
+	return m.rev, nil
+}
+
+func (m *memKV) Get(_ context.Context, key string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hist[key]
+	switch {
+	case len(h) == 0:
+		return "", false, nil
+	case m.stale && len(h) > 1:
+		return h[len(h)-2].value, true, nil
+	}
+	return h[len(h)-1].value, true, nil
+}
+
+func (m *memKV) GetAt(_ context.Context, key string, rev int64) (string, int64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var last *rec
+	for i, r := range m.hist[key] {
+		if r.rev <= rev {
+			last = &m.hist[key][i]
+		}
+	}
+	if last == nil {
+		return "", 0, false, nil
+	}
+	return last.value, last.rev, true, nil
+}
+
+func run(t *testing.T, kv KV) *Ledger {
+	t.Helper()
+	w := Start(t.Context(), kv, Config{Clients: 4, Keys: 3, Interval: time.Millisecond, Seed: 7})
+	// Run until 300 operations are recorded (a count, not a duration).
+	NewWithT(t).Eventually(func() int { return len(w.Snapshot()) }).WithTimeout(10 * time.Second).
+		WithPolling(5 * time.Millisecond).Should(BeNumerically(">=", 300))
+	return w.Stop()
+}
+
+func TestHealthyStoreLosesNothingAndIsLinearizable(t *testing.T) {
+	g := NewWithT(t)
+	l := run(t, newMemKV())
+	c := l.Counts()
+	g.Expect(c.AckedWrites).To(BeNumerically(">", 20), "the workload wrote")
+	g.Expect(c.Reads).To(BeNumerically(">", 20), "the workload read")
+
+	checked, lost, err := l.VerifyDurability(t.Context(), newMemKVFrom(l))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(checked).To(Equal(c.AckedWrites))
+	g.Expect(lost).To(BeEmpty())
+
+	lin, err := l.CheckLinearizable(10*time.Second, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lin.Result).To(Equal(porcupine.Ok))
+	g.Expect(lin.Operations).To(Equal(c.AckedWrites + c.Reads))
+}
+
+// newMemKVFrom replays the ledger's acknowledged writes into a fresh store,
+// so durability can be checked against a store that kept everything.
+func newMemKVFrom(l *Ledger) *memKV {
+	m := newMemKV()
+	for _, op := range l.sortedAcks() {
+		m.hist[op.Key] = append(m.hist[op.Key], rec{op.Revision, op.Value})
+	}
+	return m
+}
+
+func TestLostWritesAreFound(t *testing.T) {
+	g := NewWithT(t)
+	kv := newMemKV()
+	kv.forget = 5
+	l := run(t, kv)
+	checked, lost, err := l.VerifyDurability(t.Context(), kv)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(checked).To(Equal(l.Counts().AckedWrites))
+	g.Expect(lost).NotTo(BeEmpty())
+	g.Expect(lost[0].Reason).To(Or(ContainSubstring("absent"), ContainSubstring("holds")))
+}
+
+func TestStaleReadsAreNotLinearizable(t *testing.T) {
+	g := NewWithT(t)
+	kv := newMemKV()
+	kv.stale = true
+	l := run(t, kv)
+	dir := t.TempDir()
+	lin, err := l.CheckLinearizable(10*time.Second, dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lin.Result).To(Equal(porcupine.Illegal))
+	for _, f := range []string{lin.Visualization, lin.History} {
+		g.Expect(f).To(HavePrefix(dir))
+		st, err := os.Stat(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.Size()).To(BeNumerically(">", 100), filepath.Base(f))
+	}
+}
+
+func TestAmbiguousWritesMayHaveLanded(t *testing.T) {
+	g := NewWithT(t)
+	kv := newMemKV()
+	kv.failEvery = 3 // applied, but the client hears an error
+	l := run(t, kv)
+	c := l.Counts()
+	g.Expect(c.AmbiguousWrites).To(BeNumerically(">", 5))
+	lin, err := l.CheckLinearizable(10*time.Second, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lin.Result).To(Equal(porcupine.Ok), "a read of a write whose reply was lost is legal")
+}
+
+func TestWriteGapAndResume(t *testing.T) {
+	g := NewWithT(t)
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	l := &Ledger{Ops: []Op{
+		{Kind: KindPut, Outcome: OK, Invoke: ms(0), Return: ms(10)},
+		{Kind: KindPut, Outcome: Ambiguous, Invoke: ms(20), Return: ms(2020)},
+		{Kind: KindPut, Outcome: OK, Invoke: ms(1500), Return: ms(1600)},
+		{Kind: KindPut, Outcome: OK, Invoke: ms(1610), Return: ms(1650)},
+	}}
+	g.Expect(l.LongestWriteGap(0, 1700*time.Millisecond)).To(Equal(1590 * time.Millisecond))
+	d, ok := l.WritesResumedAfter(1000 * time.Millisecond)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(d).To(Equal(600 * time.Millisecond))
+	_, ok = l.WritesResumedAfter(1700 * time.Millisecond)
+	g.Expect(ok).To(BeFalse())
+}

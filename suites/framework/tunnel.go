@@ -1,0 +1,123 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/rest"
+)
+
+// Tunnel is a local listener whose every connection is carried to a pod's
+// port over a port-forward of its own. Unlike one ForwardPort, it outlives
+// the pod: when a pod is killed and its StatefulSet recreates it under the
+// same name, the next connection reaches the new pod. A client with a
+// reconnect loop (gRPC, etcd's client) therefore rides through pod kills
+// the way it would inside the cluster.
+type Tunnel struct {
+	// Addr is the local address (127.0.0.1:port) to dial.
+	Addr string
+	// Namespace, Pod and Port name the target.
+	Namespace, Pod string
+	Port           int
+
+	cfg     *rest.Config
+	ln      net.Listener
+	wg      sync.WaitGroup
+	failed  atomic.Int64
+	carried atomic.Int64
+	mu      sync.Mutex
+	lastErr error
+}
+
+// OpenTunnel listens on a free local port and carries connections to
+// namespace/pod:port until ctx ends or Close is called.
+func OpenTunnel(ctx context.Context, cfg *rest.Config, namespace, pod string, port int) (*Tunnel, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t := &Tunnel{Addr: ln.Addr().String(), Namespace: namespace, Pod: pod, Port: port, cfg: cfg, ln: ln}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		<-ctx.Done()
+		_ = ln.Close()
+	}()
+	t.wg.Add(1)
+	go t.serve(ctx)
+	return t, nil
+}
+
+func (t *Tunnel) serve(ctx context.Context) {
+	defer t.wg.Done()
+	for {
+		conn, err := t.ln.Accept()
+		if err != nil {
+			return
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			if err := t.carry(ctx, conn); err != nil {
+				t.failed.Add(1)
+				t.mu.Lock()
+				t.lastErr = err
+				t.mu.Unlock()
+			}
+		}()
+	}
+}
+
+func (t *Tunnel) carry(ctx context.Context, conn net.Conn) error {
+	defer func() { _ = conn.Close() }()
+	pf, err := ForwardPort(ctx, t.cfg, t.Namespace, t.Pod, t.Port)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", pf.Local))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = up.Close() }()
+	t.carried.Add(1)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Half-close is not carried through a port-forward stream: close
+		// both sides when either direction ends.
+		_ = dst.Close()
+		_ = src.Close()
+		done <- struct{}{}
+	}
+	go pipe(up, conn)
+	go pipe(conn, up)
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// Stats reports how many connections were carried and how many could not
+// reach the pod, with the last such error.
+func (t *Tunnel) Stats() (carried, failed int64, lastErr error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.carried.Load(), t.failed.Load(), t.lastErr
+}
+
+// Close stops accepting and waits for the carried connections to end.
+func (t *Tunnel) Close() {
+	err := t.ln.Close()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		t.mu.Lock()
+		t.lastErr = err
+		t.mu.Unlock()
+	}
+}
