@@ -18,6 +18,9 @@ ETCD_UPGRADE_FROM      ?= v3.6.15
 KIND_NODE_VERSION      ?= v1.35.4
 NODE_IMAGE             ?= gauntlet.dev/kind-node:$(KIND_NODE_VERSION)
 KIND_CONFIG            ?= fixtures/kind/single-node.yaml
+# The offline node image is built here; an upstream one (kindest/node:...,
+# with KIND_CONFIG=fixtures/kind/upstream.yaml) is pulled by kind instead.
+NODE_IMAGE_DEP          = $(if $(filter gauntlet.dev/%,$(NODE_IMAGE)),node-image)
 
 ROOT      := $(abspath .)
 BIN       := $(ROOT)/bin
@@ -161,12 +164,12 @@ E2E_ENV = OPERATOR_IMAGE=$$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env) \
 	GAUNTLET_NODE_IMAGE=$(NODE_IMAGE) GAUNTLET_KIND_CONFIG=$(KIND_CONFIG)
 
 .PHONY: test-e2e
-test-e2e: $(GOTESTSUM) images node-image ## E2E tier: a kind cluster, the operator deployed from its manifests, every spec and the kuttl suites.
+test-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E tier: a kind cluster, the operator deployed from its manifests, every spec and the kuttl suites.
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e.xml -- -count=1 -timeout 40m -tags e2e ./suites/e2e
 
 .PHONY: test-e2e-smoke
-test-e2e-smoke: $(GOTESTSUM) images node-image ## E2E smoke: engine, images, cluster, operator, one 3-member cluster Available with data, delete with snapshot.
+test-e2e-smoke: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E smoke: engine, images, cluster, operator, one 3-member cluster Available with data, delete with snapshot.
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e-smoke.xml -- -count=1 -timeout 30m -tags e2e -run '^(TestCreate|TestSnapshot)$$' ./suites/e2e
 
