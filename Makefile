@@ -37,7 +37,7 @@ ACTIONLINT     := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
 
 # What controller-gen writes; verify-generated fails when it differs from git.
-GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go
+GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go chaos/install/crds
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so
 # `go test ./...` stays hermetic.
@@ -70,14 +70,18 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests int
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths="./operator/api/..."
 
+.PHONY: chaos-crds
+chaos-crds: $(CONTROLLER_GEN) ## Generate the Chaos Mesh CRDs into chaos/install/crds from the api module the chaos images are built against.
+	@CONTROLLER_GEN=$(CONTROLLER_GEN) tools/images/chaosmesh/crds.sh
+
 .PHONY: fmt
 fmt: ## Run gofmt on the module.
 	gofmt -s -w operator suites
 
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when generated files differ from what is committed.
+verify-generated: manifests generate chaos-crds ## Fail when generated files differ from what is committed.
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
-	  echo "generated files are stale; run 'make manifests generate' and commit:"; \
+	  echo "generated files are stale; run 'make manifests generate chaos-crds' and commit:"; \
 	  git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; \
 	fi; echo "generated files are up to date"
 
@@ -91,6 +95,10 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml
 .PHONY: build
 build: ## Build the manager binary to bin/manager.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./operator/cmd
+
+.PHONY: gauntlet
+gauntlet: ## Build the gauntlet CLI to bin/gauntlet (gauntlet chaos --help).
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./tools/gauntlet
 
 ##@ Test
 
@@ -157,6 +165,10 @@ images: docker-engine build ## Build the operator image and the etcd images (ETC
 node-image: docker-engine ## Build the kind node image (KIND_NODE_VERSION) offline from Go modules and Debian packages; reused when present.
 	tools/images/node/build.sh $(KIND_NODE_VERSION)
 
+.PHONY: chaos-images
+chaos-images: docker-engine ## Build the Chaos Mesh controller and daemon images offline from the Chaos Mesh Go module and Debian packages; reused when present.
+	tools/images/chaosmesh/build.sh
+
 ##@ End to end (kind; a Docker engine is set up when none answers)
 
 E2E_ENV = OPERATOR_IMAGE=$$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env) \
@@ -172,6 +184,17 @@ test-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E tier: a kind cluster, the
 test-e2e-smoke: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E smoke: engine, images, cluster, operator, one 3-member cluster Available with data, delete with snapshot.
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e-smoke.xml -- -count=1 -timeout 30m -tags e2e -run '^(TestCreate|TestSnapshot)$$' ./suites/e2e
+
+CHAOS_ENV = $(E2E_ENV) env $$(cat $(BIN)/chaos-mesh/images.env)
+
+.PHONY: test-chaos
+test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier: Chaos Mesh on kind, every scenario under load; report in artifacts/chaos-<time>/ (GAUNTLET_CHAOS_SEED replays, GAUNTLET_CHAOS_SCENARIOS selects).
+	@mkdir -p $(ARTIFACTS)
+	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos.xml -- -count=1 -timeout 60m -tags e2e -run '^TestChaos$$' ./suites/chaos
+
+.PHONY: chaos
+chaos: gauntlet images $(NODE_IMAGE_DEP) chaos-images ## The main chaos run through the CLI: every scenario on a fresh kind cluster, report in artifacts/chaos-<time>/ (ARGS="--seed 7 --scenarios leader").
+	$(CHAOS_ENV) $(BIN)/gauntlet chaos --node-image $(NODE_IMAGE) --kind-config $(KIND_CONFIG) $(ARGS)
 
 ##@ Binaries built from Go modules (cached in bin/ by version)
 
