@@ -192,6 +192,11 @@ test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier: Ch
 	@mkdir -p $(ARTIFACTS)
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos.xml -- -count=1 -timeout 60m -tags e2e -run '^TestChaos$$' ./suites/chaos
 
+.PHONY: test-chaos-install
+test-chaos-install: $(GOTESTSUM) $(NODE_IMAGE_DEP) chaos-images ## Chaos Mesh's installer on its own kind cluster: install, a no-op reinstall, certificate rotation, a pod-kill and a partition, uninstall.
+	@mkdir -p $(ARTIFACTS)
+	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos-install.xml -- -count=1 -timeout 25m -tags e2e -run '^TestInstallE2E$$' ./chaos/install
+
 .PHONY: chaos
 chaos: gauntlet images $(NODE_IMAGE_DEP) chaos-images ## The main chaos run through the CLI: every scenario on a fresh kind cluster, report in artifacts/chaos-<time>/ (ARGS="--seed 7 --scenarios leader").
 	$(CHAOS_ENV) $(BIN)/gauntlet chaos --node-image $(NODE_IMAGE) --kind-config $(KIND_CONFIG) $(ARGS)

@@ -47,9 +47,10 @@ func (r *Runner) Features(ctx context.Context) (map[Feature]error, error) {
 	return out, nil
 }
 
-// missingFeatures returns why exp cannot run here, or "".
-func (r *Runner) missingFeatures(ctx context.Context, exp *Experiment) string {
-	if len(exp.Needs) == 0 {
+// Missing returns why a fault that needs these features cannot run on
+// this cluster's nodes, or "" when it can.
+func (r *Runner) Missing(ctx context.Context, needs []Feature) string {
+	if len(needs) == 0 {
 		return ""
 	}
 	fs, err := r.Features(ctx)
@@ -57,7 +58,7 @@ func (r *Runner) missingFeatures(ctx context.Context, exp *Experiment) string {
 		return fmt.Sprintf("cannot probe the kernel: %v", err)
 	}
 	var missing []string
-	for _, f := range exp.Needs {
+	for _, f := range needs {
 		if err := fs[f]; err != nil {
 			missing = append(missing, fmt.Sprintf("the node kernel lacks %s (%s)", f, lastLine(err.Error())))
 		}

@@ -138,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 		run.Targets = append(run.Targets, t.String())
 	}
 	r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
-	if missing := r.missingFeatures(ctx, exp); missing != "" {
+	if missing := r.Missing(ctx, exp.Needs); missing != "" {
 		run.Skipped = missing
 		r.logf("%s: skipped: %s", s.Name, missing)
 		return run
@@ -227,8 +227,15 @@ func (r *Runner) waitInjected(ctx context.Context, exp *Experiment) error {
 // recover pauses the experiment, waits until Chaos Mesh reports every
 // target recovered, then deletes it and waits until it is gone (its
 // finalizer removed).
+//
+// A one-shot fault (pod-kill, container-kill) has nothing to undo: Chaos
+// Mesh ignores the pause and keeps its records Injected, so it is deleted
+// at once, which its finalizer allows only after Chaos Mesh has processed it.
 func (r *Runner) recover(ctx context.Context, exp *Experiment) error {
 	obj := exp.Object
+	if o, ok := obj.(interface{ IsOneShot() bool }); ok && o.IsOneShot() {
+		return r.deleteAndWait(ctx, obj)
+	}
 	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+chaosv1alpha1.PauseAnnotationKey+`":"true"}}}`))
 	if err := r.Client.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("pausing %s: %w", exp.Name(), err)
