@@ -20,8 +20,9 @@ type Budget struct {
 	DegradedWithin metav1.Duration `json:"degradedWithin,omitempty"`
 	// AvailableWithin: Available must be True within this long of the heal.
 	AvailableWithin metav1.Duration `json:"availableWithin,omitempty"`
-	// WritesResumeWithin: a write invoked after the injection must be
-	// acknowledged within this long of it.
+	// WritesResumeWithin: writes must be acknowledged again within this
+	// long of the fault's request (the end of the longest stretch without
+	// an acknowledged write, up to convergence).
 	WritesResumeWithin metav1.Duration `json:"writesResumeWithin,omitempty"`
 	// AvailableNeverFalse: Available stays True from injection to heal (a
 	// minority fault must not cost quorum).
@@ -80,9 +81,9 @@ func (b *Budgets) For(name string) Budget {
 // Figures are what a scenario measured. Durations are -1 when the event
 // never happened.
 type Figures struct {
-	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from injection
+	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from the chaos object's creation
 	TimeToAvailable   time.Duration `json:"timeToAvailable"`   // from heal
-	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // from injection
+	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // end of the longest write gap, from the chaos object's creation
 	LongestWriteGap   time.Duration `json:"longestWriteGap"`
 	AvailableFalse    bool          `json:"availableFalseDuringFault"`
 	Operations        int           `json:"operationsChecked"`
@@ -111,7 +112,7 @@ func Judge(f Figures, b Budget) []string {
 	}
 	within("time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
 	within("time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
-	within("time until writes resumed after the injection", f.WritesResumeAfter, b.WritesResumeWithin)
+	within("time until writes resumed after the fault", f.WritesResumeAfter, b.WritesResumeWithin)
 	if b.AvailableNeverFalse && f.AvailableFalse {
 		v = append(v, "Available turned False during a fault that leaves quorum intact")
 	}

@@ -43,6 +43,7 @@ type Scenario struct {
 // Phase timestamps of one run.
 type Phases struct {
 	Start     time.Time `json:"start"`
+	Requested time.Time `json:"requested"` // the chaos object was created
 	Injected  time.Time `json:"injected"`  // Chaos Mesh reported every target injected
 	Healed    time.Time `json:"healed"`    // every target reported recovered, the object gone
 	Converged time.Time `json:"converged"` // Converged returned
@@ -147,6 +148,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	defer r.cleanup(ctx, exp, run)
 
 	t0 := time.Now()
+	run.Phases.Requested = t0
 	if err := r.Client.Create(ctx, exp.Object); err != nil {
 		run.fail("creating %s %s: %v", run.Experiment, exp.Name(), err)
 		return run

@@ -229,11 +229,12 @@ func (l *Ledger) Counts() Counts {
 }
 
 // LongestWriteGap is the longest stretch, inside [from, to), without an
-// acknowledged write completing: how long writes stopped. from and to are
-// offsets from the ledger's start.
-func (l *Ledger) LongestWriteGap(from, to time.Duration) time.Duration {
+// acknowledged write completing: how long writes stopped, and when (as an
+// offset from the ledger's start) they came back. from and to are offsets
+// from the ledger's start; a gap still open at to ends at to.
+func (l *Ledger) LongestWriteGap(from, to time.Duration) (gap, resumed time.Duration) {
 	last := from.Nanoseconds()
-	var longest int64
+	var longest, end int64
 	for _, op := range l.sortedAcks() {
 		if op.Return < from.Nanoseconds() {
 			continue
@@ -241,28 +242,15 @@ func (l *Ledger) LongestWriteGap(from, to time.Duration) time.Duration {
 		if op.Return >= to.Nanoseconds() {
 			break
 		}
-		longest = max(longest, op.Return-last)
+		if op.Return-last > longest {
+			longest, end = op.Return-last, op.Return
+		}
 		last = op.Return
 	}
-	longest = max(longest, to.Nanoseconds()-last)
-	return time.Duration(longest)
-}
-
-// WritesResumedAfter is how long after t the first write invoked after t
-// was acknowledged, or false when none was.
-func (l *Ledger) WritesResumedAfter(t time.Duration) (time.Duration, bool) {
-	best := int64(-1)
-	for _, op := range l.Ops {
-		if op.Kind == KindPut && op.Outcome == OK && op.Invoke >= t.Nanoseconds() {
-			if best < 0 || op.Return < best {
-				best = op.Return
-			}
-		}
+	if to.Nanoseconds()-last > longest {
+		longest, end = to.Nanoseconds()-last, to.Nanoseconds()
 	}
-	if best < 0 {
-		return 0, false
-	}
-	return time.Duration(best - t.Nanoseconds()), true
+	return time.Duration(longest), time.Duration(end)
 }
 
 func (l *Ledger) sortedAcks() []Op {

@@ -155,7 +155,7 @@ func TestAmbiguousWritesMayHaveLanded(t *testing.T) {
 	g.Expect(lin.Result).To(Equal(porcupine.Ok), "a read of a write whose reply was lost is legal")
 }
 
-func TestWriteGapAndResume(t *testing.T) {
+func TestLongestWriteGap(t *testing.T) {
 	g := NewWithT(t)
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
 	l := &Ledger{Ops: []Op{
@@ -164,10 +164,10 @@ func TestWriteGapAndResume(t *testing.T) {
 		{Kind: KindPut, Outcome: OK, Invoke: ms(1500), Return: ms(1600)},
 		{Kind: KindPut, Outcome: OK, Invoke: ms(1610), Return: ms(1650)},
 	}}
-	g.Expect(l.LongestWriteGap(0, 1700*time.Millisecond)).To(Equal(1590 * time.Millisecond))
-	d, ok := l.WritesResumedAfter(1000 * time.Millisecond)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(d).To(Equal(600 * time.Millisecond))
-	_, ok = l.WritesResumedAfter(1700 * time.Millisecond)
-	g.Expect(ok).To(BeFalse())
+	gap, resumed := l.LongestWriteGap(0, 1700*time.Millisecond)
+	g.Expect(gap).To(Equal(1590 * time.Millisecond))
+	g.Expect(resumed).To(Equal(1600 * time.Millisecond))
+	gap, resumed = l.LongestWriteGap(1620*time.Millisecond, 3000*time.Millisecond)
+	g.Expect(gap).To(Equal(1350*time.Millisecond), "still open at the end")
+	g.Expect(resumed).To(Equal(3000 * time.Millisecond))
 }

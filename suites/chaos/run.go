@@ -175,7 +175,9 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 	f.Linearizable, f.Operations = string(lin.Result), lin.Operations
 
 	// The conditions, from the timeline.
-	inj, healed := run.Phases.Injected, run.Phases.Healed
+	// Times count from the chaos object's creation: the fault may act
+	// before Chaos Mesh reports it injected.
+	inj, healed := run.Phases.Requested, run.Phases.Healed
 	f.TimeToDegraded, f.TimeToAvailable = -1, -1
 	if t, ok := timeline.First(string(dbv1.ConditionDegraded), "True", inj); ok {
 		f.TimeToDegraded = t.Sub(inj)
@@ -184,11 +186,10 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 		f.TimeToAvailable = t.Sub(healed)
 	}
 	f.AvailableFalse = timeline.Ever(string(dbv1.ConditionAvailable), "False", inj, healed)
-	f.WritesResumeAfter = -1
-	if d, ok := ledger.WritesResumedAfter(inj.Sub(ledger.Start)); ok {
-		f.WritesResumeAfter = d
-	}
-	f.LongestWriteGap = ledger.LongestWriteGap(inj.Sub(ledger.Start), run.Phases.Converged.Sub(ledger.Start))
+	// Writes resume at the end of the longest stretch without an
+	// acknowledged write, between the fault's request and convergence.
+	gap, resumed := ledger.LongestWriteGap(inj.Sub(ledger.Start), run.Phases.Converged.Sub(ledger.Start))
+	f.LongestWriteGap, f.WritesResumeAfter = gap, resumed-inj.Sub(ledger.Start)
 
 	// The operator: restarts, metric deltas, a drained queue, and owned
 	// objects left alone once converged.
