@@ -83,7 +83,7 @@ func (b *Budgets) For(name string) Budget {
 type Figures struct {
 	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from the chaos object's creation
 	TimeToAvailable   time.Duration `json:"timeToAvailable"`   // from heal
-	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // end of the longest write gap, from the chaos object's creation
+	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // end of the longest write stall, from the chaos object's creation; 0 when writes never stalled
 	LongestWriteGap   time.Duration `json:"longestWriteGap"`
 	AvailableFalse    bool          `json:"availableFalseDuringFault"`
 	Operations        int           `json:"operationsChecked"`

@@ -39,6 +39,11 @@ type RunOptions struct {
 	Converge time.Duration
 }
 
+// writeStall is the shortest stretch without an acknowledged write that
+// counts as writes having stopped: four clients acknowledge a write every
+// few tens of milliseconds when the cluster is healthy.
+const writeStall = time.Second
+
 var dbGVR = schema.GroupVersionResource{Group: dbv1.GroupVersion.Group, Version: dbv1.GroupVersion.Version, Resource: "databaseclusters"}
 
 // ScenarioSeed derives the seed of the i-th scenario from the run's.
@@ -187,9 +192,14 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 	}
 	f.AvailableFalse = timeline.Ever(string(dbv1.ConditionAvailable), "False", inj, healed)
 	// Writes resume at the end of the longest stretch without an
-	// acknowledged write, between the fault's request and convergence.
+	// acknowledged write, between the fault's request and convergence;
+	// a stretch shorter than writeStall is the workload's own pace, not an
+	// outage, and counts as writes never having stopped.
 	gap, resumed := ledger.LongestWriteGap(inj.Sub(ledger.Start), run.Phases.Converged.Sub(ledger.Start))
-	f.LongestWriteGap, f.WritesResumeAfter = gap, resumed-inj.Sub(ledger.Start)
+	f.LongestWriteGap = gap
+	if gap >= writeStall {
+		f.WritesResumeAfter = resumed - inj.Sub(ledger.Start)
+	}
 
 	// The operator: restarts, metric deltas, a drained queue, and owned
 	// objects left alone once converged.
