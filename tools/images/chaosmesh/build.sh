@@ -66,25 +66,8 @@ ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 ENTRYPOINT [\"/usr/local/bin/chaos-daemon\"]"
 
 # ---- helpers ----------------------------------------------------------------------------
-log() { echo "$(date +%T) $*"; }
-fmt_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-
-# run_step NAME DESCRIPTION FUNCTION: times FUNCTION, prints one line when done.
-run_step() {
-  local name=$1 desc=$2 fn=$3 t0 rc
-  t0=$(date +%s)
-  log "step $name: $desc ..."
-  set +e
-  ( set -e; "$fn" )
-  rc=$?
-  set -e
-  if [ $rc -ne 0 ]; then
-    log "step $name: $desc ... FAILED (exit $rc) after $(fmt_dur $(( $(date +%s) - t0 )))"
-    exit $rc
-  fi
-  log "step $name: $desc ... done in $(fmt_dur $(( $(date +%s) - t0 )))"
-}
-skip_step() { log "step $1: $2 ... skipped ($3)"; }
+# shellcheck source=tools/images/lib.sh
+. "$REPO/tools/images/lib.sh"
 
 hash_of() { sha256sum | cut -c1-12; }
 # Input hashes: what each output is made from.
@@ -102,7 +85,6 @@ install_binary() { # install_binary TMPFILE DEST INPUTS: move into place, then s
   mkdir -p "$(dirname "$2")"; mv -f "$1" "$2"; echo "$3" > "$2.inputs"
 }
 
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 image_inputs() { docker image inspect -f '{{index .Config.Labels "gauntlet.dev/inputs"}}' "$1" 2>/dev/null; }
 have_current_image() { [ "$(image_inputs "$1")" = "$2" ]; }
 image_size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}'; }
