@@ -211,6 +211,7 @@ step_daemon_image() {
 }
 
 write_images_env() {
+  mkdir -p "$(dirname "$IMAGES_ENV")"
   printf 'CHAOS_CONTROLLER_IMAGE=%s\nCHAOS_DAEMON_IMAGE=%s\n' "$CONTROLLER_IMAGE" "$DAEMON_IMAGE" > "$IMAGES_ENV"
 }
 
