@@ -27,7 +27,6 @@ type Tunnel struct {
 
 	cfg     *rest.Config
 	ln      net.Listener
-	wg      sync.WaitGroup
 	failed  atomic.Int64
 	carried atomic.Int64
 	mu      sync.Mutex
@@ -35,34 +34,29 @@ type Tunnel struct {
 }
 
 // OpenTunnel listens on a free local port and carries connections to
-// namespace/pod:port until ctx ends or Close is called.
+// namespace/pod:port until ctx ends (which also ends every carried
+// connection) or Close is called.
 func OpenTunnel(ctx context.Context, cfg *rest.Config, namespace, pod string, port int) (*Tunnel, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	t := &Tunnel{Addr: ln.Addr().String(), Namespace: namespace, Pod: pod, Port: port, cfg: cfg, ln: ln}
-	t.wg.Add(1)
 	go func() {
-		defer t.wg.Done()
 		<-ctx.Done()
 		_ = ln.Close()
 	}()
-	t.wg.Add(1)
 	go t.serve(ctx)
 	return t, nil
 }
 
 func (t *Tunnel) serve(ctx context.Context) {
-	defer t.wg.Done()
 	for {
 		conn, err := t.ln.Accept()
 		if err != nil {
 			return
 		}
-		t.wg.Add(1)
 		go func() {
-			defer t.wg.Done()
 			if err := t.carry(ctx, conn); err != nil {
 				t.failed.Add(1)
 				t.mu.Lock()
@@ -112,7 +106,8 @@ func (t *Tunnel) Stats() (carried, failed int64, lastErr error) {
 	return t.carried.Load(), t.failed.Load(), t.lastErr
 }
 
-// Close stops accepting and waits for the carried connections to end.
+// Close stops accepting new connections; those being carried end with the
+// context given to OpenTunnel (or when either side closes).
 func (t *Tunnel) Close() {
 	err := t.ln.Close()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
