@@ -192,6 +192,17 @@ test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier: Ch
 	@mkdir -p $(ARTIFACTS)
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos.xml -- -count=1 -timeout 60m -tags e2e -run '^TestChaos$$' ./suites/chaos
 
+BUG ?= impatient-roll
+
+.PHONY: test-chaos-bug
+test-chaos-bug: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Show the chaos tier catches a real bug: the operator built with -tags gauntlet_bugs and --bug=$(BUG) must fail its scenario.
+	CGO_ENABLED=0 go build -trimpath -tags gauntlet_bugs -o $(BIN)/manager-bugs ./operator/cmd
+	@tag=bugs-$$(sha256sum $(BIN)/manager-bugs | cut -c1-12); \
+	  MANAGER_BIN=$(BIN)/manager-bugs tools/images/build.sh operator $$tag && \
+	  echo "OPERATOR_BUGS_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images-bugs.env
+	@mkdir -p $(ARTIFACTS)
+	$(CHAOS_ENV) $$(cat $(BIN)/images-bugs.env) GAUNTLET_CHAOS_BUG=$(BUG) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos-bug.xml -- -count=1 -timeout 30m -tags e2e -run '^TestChaosCatchesABuggyOperator$$' ./suites/chaos
+
 .PHONY: test-chaos-install
 test-chaos-install: $(GOTESTSUM) $(NODE_IMAGE_DEP) chaos-images ## Chaos Mesh's installer on its own kind cluster: install, a no-op reinstall, certificate rotation, a pod-kill and a partition, uninstall.
 	@mkdir -p $(ARTIFACTS)

@@ -82,7 +82,11 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhooks.secretName, "webhook-secret-name", "gauntlet-webhook-server-cert", "Secret holding the webhook's CA and certificate, shared by every replica.")
 	fs.StringVar(&o.webhooks.configurationName, "webhook-configuration-name", "gauntlet-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps current.")
 	o.zap.BindFlags(fs)
+	enableBugs := bindBugFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := enableBugs(); err != nil {
 		return o, err
 	}
 	o.webhooks.namespace = os.Getenv("POD_NAMESPACE")

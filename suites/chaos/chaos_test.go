@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,64 @@ func TestChaos(t *testing.T) {
 		})
 	}
 	t.Logf("summary:\n%s", rep.Summary())
+}
+
+// caught maps a bug variant to the scenario that must catch it and a
+// violation the judgement must report.
+var caught = map[string]struct{ scenario, violation string }{
+	// Every member pod deleted at once on an image change: quorum is lost
+	// during an upgrade that should never cost it.
+	"impatient-roll": {"upgrade-under-minority-pod-kill", "Available turned False"},
+}
+
+// TestChaosCatchesABuggyOperator runs the operator built with -tags
+// gauntlet_bugs and one bug switched on (--bug) through the scenario that
+// must catch it, and fails unless the judgement reports the violation: the
+// chaos tier's checks can fail on a real cluster, not only in unit tests.
+func TestChaosCatchesABuggyOperator(t *testing.T) {
+	bug := os.Getenv("GAUNTLET_CHAOS_BUG")
+	if bug == "" {
+		t.Skip("runs under make test-chaos-bug, which builds the operator with -tags gauntlet_bugs and sets GAUNTLET_CHAOS_BUG")
+	}
+	want, ok := caught[bug]
+	if !ok {
+		t.Fatalf("GAUNTLET_CHAOS_BUG=%q: no scenario is known to catch it (known: %v)", bug, caught)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-bug-"+bug+"-"+time.Now().UTC().Format("20060102-150405"))
+	o, ro, err := suite.OptionsFromEnv(artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.E2E.OperatorImage = os.Getenv("OPERATOR_BUGS_IMAGE"); o.E2E.OperatorImage == "" {
+		t.Fatal("OPERATOR_BUGS_IMAGE is not set (make test-chaos-bug sets it)")
+	}
+	o.E2E.OperatorArgs = []string{"--bug=" + bug}
+	setup, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	env, err := suite.Setup(setup, o)
+	if err != nil {
+		t.Fatalf("chaos setup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+	for i, s := range suite.Scenarios {
+		if s.Name != want.scenario {
+			continue
+		}
+		res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
+		rep := &chaos.Report{Seed: ro.Seed, Started: time.Now(), Cluster: env.Cluster.Name, Results: []*chaos.Result{res}}
+		if err := rep.Write(artifacts); err != nil {
+			t.Errorf("writing the report: %v", err)
+		}
+		t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, s.Name, res.Verdict(), res.Errors, res.Violations)
+		if res.Verdict() != chaos.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
+			t.Fatalf("the chaos tier did not catch %s: want a violation containing %q", bug, want.violation)
+		}
+		return
+	}
+	t.Fatalf("scenario %s not found", want.scenario)
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// OperatorImage, EtcdImage and EtcdUpgradeFrom are loaded into the
 	// cluster; the operator is deployed with OperatorImage.
 	OperatorImage, EtcdImage, EtcdUpgradeFrom string
+	// OperatorArgs are appended to the manager's arguments (for example
+	// --bug=<variant> for an operator built with -tags gauntlet_bugs).
+	OperatorArgs []string
 	// Manifests is the operator's kustomization (operator/config/default).
 	Manifests string
 	// Log receives progress lines.
@@ -131,6 +134,9 @@ func (e *Env) deployOperator(ctx context.Context) error {
 	}
 	if framework.SetImage(objs, "gauntlet.dev/operator", e.OperatorImage) == 0 {
 		return fmt.Errorf("no container in %s runs gauntlet.dev/operator", e.Manifests)
+	}
+	if len(e.OperatorArgs) > 0 {
+		framework.AppendArgs(objs, e.OperatorImage, e.OperatorArgs...)
 	}
 	d, err := framework.Deploy(ctx, e.Config, objs, framework.DeployOptions{})
 	if err != nil {

@@ -76,6 +76,36 @@ func SetImage(objs []*unstructured.Unstructured, from, to string) int {
 	return n
 }
 
+// AppendArgs appends args to the containers whose image is image (ignoring
+// its tag) in the workloads among objs, and returns how many it changed.
+func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string) int {
+	n := 0
+	for _, o := range objs {
+		path := []string{"spec", "template", "spec", "containers"}
+		list, found, _ := unstructured.NestedSlice(o.Object, path...)
+		if !found {
+			continue
+		}
+		for i, c := range list {
+			cm, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			if img, _ := cm["image"].(string); img == image || strings.HasPrefix(img, image+":") {
+				existing, _ := cm["args"].([]any)
+				for _, a := range args {
+					existing = append(existing, a)
+				}
+				cm["args"] = existing
+				list[i] = cm
+				n++
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, list, path...)
+	}
+	return n
+}
+
 // DeployOptions tune Deploy.
 type DeployOptions struct {
 	// FieldManager of the server-side apply (gauntlet-e2e when empty).

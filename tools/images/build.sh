@@ -4,6 +4,7 @@
 # version and skipped when already present.
 #
 #   tools/images/build.sh operator <tag>          bin/manager         -> gauntlet.dev/operator:<tag>
+#                                                 ($MANAGER_BIN instead of bin/manager when set)
 #   tools/images/build.sh etcd <etcd-version>     bin/etcd/<version>/ -> gauntlet.dev/etcd:<etcd-version>
 #
 # Both run as the non-root user 65532 and hold static binaries only.
@@ -15,7 +16,7 @@ BIN="$ROOT/bin"
 REPO="${IMAGE_REPO:-gauntlet.dev}"
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 build() { # build <image> <context dir> <dockerfile text>
 	local image=$1 ctx=$2 dockerfile=$3
@@ -49,9 +50,10 @@ ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 case $1 in
 operator)
-	[ -x "$BIN/manager" ] || { echo "error: $BIN/manager is missing: run make build" >&2; exit 1; }
-	static_or_die "$BIN/manager"
-	cp "$BIN/manager" "$ctx/manager"
+	manager=${MANAGER_BIN:-$BIN/manager}
+	[ -x "$manager" ] || { echo "error: $manager is missing: run make build" >&2; exit 1; }
+	static_or_die "$manager"
+	cp "$manager" "$ctx/manager"
 	build "$REPO/operator:$2" "$ctx" 'FROM scratch
 COPY manager /manager
 USER 65532:65532
