@@ -51,9 +51,28 @@ func RenderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 // SetImage replaces the image of every container and init container whose
 // image is from (ignoring its tag) in the workloads among objs.
 func SetImage(objs []*unstructured.Unstructured, from, to string) int {
+	return editContainers(objs, []string{"containers", "initContainers"}, from, func(c map[string]any) { c["image"] = to })
+}
+
+// AppendArgs appends args to the containers whose image is image (ignoring
+// its tag) in the workloads among objs, and returns how many it changed.
+func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string) int {
+	return editContainers(objs, []string{"containers"}, image, func(c map[string]any) {
+		existing, _ := c["args"].([]any)
+		for _, a := range args {
+			existing = append(existing, a)
+		}
+		c["args"] = existing
+	})
+}
+
+// editContainers applies edit to every container, in the pod template
+// fields named, whose image is image (with any tag), and returns how many
+// it edited.
+func editContainers(objs []*unstructured.Unstructured, fields []string, image string, edit func(map[string]any)) int {
 	n := 0
 	for _, o := range objs {
-		for _, field := range []string{"containers", "initContainers"} {
+		for _, field := range fields {
 			path := []string{"spec", "template", "spec", field}
 			list, found, _ := unstructured.NestedSlice(o.Object, path...)
 			if !found {
@@ -64,44 +83,14 @@ func SetImage(objs []*unstructured.Unstructured, from, to string) int {
 				if !ok {
 					continue
 				}
-				if img, _ := cm["image"].(string); img == from || strings.HasPrefix(img, from+":") {
-					cm["image"] = to
+				if img, _ := cm["image"].(string); img == image || strings.HasPrefix(img, image+":") {
+					edit(cm)
 					list[i] = cm
 					n++
 				}
 			}
 			_ = unstructured.SetNestedSlice(o.Object, list, path...)
 		}
-	}
-	return n
-}
-
-// AppendArgs appends args to the containers whose image is image (ignoring
-// its tag) in the workloads among objs, and returns how many it changed.
-func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string) int {
-	n := 0
-	for _, o := range objs {
-		path := []string{"spec", "template", "spec", "containers"}
-		list, found, _ := unstructured.NestedSlice(o.Object, path...)
-		if !found {
-			continue
-		}
-		for i, c := range list {
-			cm, ok := c.(map[string]any)
-			if !ok {
-				continue
-			}
-			if img, _ := cm["image"].(string); img == image || strings.HasPrefix(img, image+":") {
-				existing, _ := cm["args"].([]any)
-				for _, a := range args {
-					existing = append(existing, a)
-				}
-				cm["args"] = existing
-				list[i] = cm
-				n++
-			}
-		}
-		_ = unstructured.SetNestedSlice(o.Object, list, path...)
 	}
 	return n
 }

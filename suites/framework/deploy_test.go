@@ -1,0 +1,40 @@
+package framework
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func deployment() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"kind": "Deployment",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"initContainers": []any{map[string]any{"name": "init", "image": "gauntlet.dev/operator"}},
+			"containers": []any{
+				map[string]any{"name": "manager", "image": "gauntlet.dev/operator:dev", "args": []any{"--leader-elect"}},
+				map[string]any{"name": "sidecar", "image": "gauntlet.dev/operator-sidecar:1"},
+			},
+		}}},
+	}}
+}
+
+func containers(o *unstructured.Unstructured, field string) []any {
+	l, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+	return l
+}
+
+func TestSetImageAndAppendArgs(t *testing.T) {
+	g := NewWithT(t)
+	o := deployment()
+	g.Expect(SetImage([]*unstructured.Unstructured{o}, "gauntlet.dev/operator", "gauntlet.dev/operator:v2")).To(Equal(2),
+		"the container and the init container, whatever their tag; not an image that only shares the prefix")
+	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("image", "gauntlet.dev/operator:v2"))
+	g.Expect(containers(o, "initContainers")[0]).To(HaveKeyWithValue("image", "gauntlet.dev/operator:v2"))
+	g.Expect(containers(o, "containers")[1]).To(HaveKeyWithValue("image", "gauntlet.dev/operator-sidecar:1"))
+
+	g.Expect(AppendArgs([]*unstructured.Unstructured{o}, "gauntlet.dev/operator:v2", "--bug=hot-loop")).To(Equal(1), "init containers keep their args")
+	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("args", []any{"--leader-elect", "--bug=hot-loop"}))
+	g.Expect(containers(o, "initContainers")[0]).NotTo(HaveKey("args"))
+}
