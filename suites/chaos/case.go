@@ -28,6 +28,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/e2e"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
@@ -210,19 +211,11 @@ func (c *Case) WaitConverged(ctx context.Context, timeout time.Duration) error {
 			return false, err.Error(), nil
 		}
 		c.Cluster = d
-		seen := framework.DescribeConditions(d.Status.Conditions) + fmt.Sprintf("\nmembers %+v", d.Status.Members)
 		want := int(ptr.Deref(d.Spec.Replicas, 3))
-		if d.Status.ObservedGeneration != d.Generation ||
-			!meta.IsStatusConditionTrue(d.Status.Conditions, dbv1.ConditionAvailable) ||
-			!meta.IsStatusConditionFalse(d.Status.Conditions, dbv1.ConditionProgressing) ||
-			!meta.IsStatusConditionFalse(d.Status.Conditions, dbv1.ConditionDegraded) || len(d.Status.Members) != want {
+		if ok, seen := e2e.Healthy(d, want); !ok {
 			return false, seen, nil
 		}
-		for _, m := range d.Status.Members {
-			if !m.Healthy || m.Learner || m.ID == "" {
-				return false, seen, nil
-			}
-		}
+		seen := fmt.Sprintf("%d members healthy", want)
 		pods := &corev1.PodList{}
 		if err := c.Env.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(operator.SelectorLabels(d))); err != nil {
 			return false, err.Error(), nil

@@ -134,21 +134,30 @@ func WaitHealthy(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.Databa
 		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return false, err.Error(), nil
 		}
-		seen := framework.DescribeConditions(c.Status.Conditions) + fmt.Sprintf("\nmembers %+v", c.Status.Members)
-		if c.Status.ObservedGeneration != c.Generation ||
-			!meta.IsStatusConditionTrue(c.Status.Conditions, dbv1.ConditionAvailable) ||
-			!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionProgressing) ||
-			!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionDegraded) || len(c.Status.Members) != n {
-			return false, seen, nil
-		}
-		for _, m := range c.Status.Members {
-			if !m.Healthy || m.Learner || m.ID == "" {
-				return false, seen, nil
-			}
-		}
-		return true, seen, nil
+		ok, seen := Healthy(c, n)
+		return ok, seen, nil
 	})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// Healthy tells whether the cluster's status shows it settled: the current
+// generation observed, Available, neither Progressing nor Degraded, and n
+// healthy voting members with IDs (no learner). It also describes what it
+// saw, for a wait's timeout message.
+func Healthy(c *dbv1.DatabaseCluster, n int) (bool, string) {
+	seen := framework.DescribeConditions(c.Status.Conditions) + fmt.Sprintf("\nmembers %+v", c.Status.Members)
+	if c.Status.ObservedGeneration != c.Generation ||
+		!meta.IsStatusConditionTrue(c.Status.Conditions, dbv1.ConditionAvailable) ||
+		!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionProgressing) ||
+		!meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionDegraded) || len(c.Status.Members) != n {
+		return false, seen
+	}
+	for _, m := range c.Status.Members {
+		if !m.Healthy || m.Learner || m.ID == "" {
+			return false, seen
+		}
+	}
+	return true, seen
 }
 
 // WriteKeys writes n keys under prefix through the first member.
