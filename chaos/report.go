@@ -76,6 +76,14 @@ func (r *Report) Write(dir string) error {
 	return r.writeJUnit(filepath.Join(dir, "junit.xml"))
 }
 
+// String is the figures on one line, for progress logs.
+func (f *Figures) String() string {
+	return fmt.Sprintf("Degraded after %s, Available %s after the heal, writes resumed after %s (longest gap %s); %d ops checked (%d acked, %d ambiguous writes), %d lost, linearizable: %s; operator restarts %d, reconcile errors +%v, panics +%v",
+		ms(f.TimeToDegraded), ms(f.TimeToAvailable), ms(f.WritesResumeAfter), ms(f.LongestWriteGap), f.Operations, f.AckedWrites, f.AmbiguousWrites,
+		f.WritesLost, f.Linearizable, f.OperatorRestarts, f.ErrorsDelta, f.PanicsDelta)
+}
+
+// ms rounds a figure to 100ms; a negative one never happened.
 func ms(d time.Duration) string {
 	if d < 0 {
 		return "never"

@@ -20,20 +20,20 @@ import (
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
-// TestChaos runs every selected scenario (GAUNTLET_CHAOS_SCENARIOS) on one
-// kind cluster with the operator and Chaos Mesh, one subtest per scenario,
-// and writes report.json, junit.xml and summary.md under
-// $ARTIFACTS/chaos-<time>/. GAUNTLET_CHAOS_SEED replays a run.
-func TestChaos(t *testing.T) {
+// setup builds the environment from the environment variables make sets,
+// adjusted by adjust, brings it up (the cluster is torn down when the test
+// ends) and returns it with the run options.
+func setup(t *testing.T, artifacts string, adjust func(*suite.Options)) (*suite.Env, suite.RunOptions) {
+	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
 	o, ro, err := suite.OptionsFromEnv(artifacts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	adjust(&o)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	env, err := suite.Setup(setup, o)
+	env, err := suite.Setup(ctx, o)
 	if err != nil {
 		t.Fatalf("chaos setup: %v", err)
 	}
@@ -42,6 +42,16 @@ func TestChaos(t *testing.T) {
 			t.Errorf("teardown: %v", err)
 		}
 	})
+	return env, ro
+}
+
+// TestChaos runs every selected scenario (GAUNTLET_CHAOS_SCENARIOS) on one
+// kind cluster with the operator and Chaos Mesh, one subtest per scenario,
+// and writes report.json, junit.xml and summary.md under
+// $ARTIFACTS/chaos-<time>/. GAUNTLET_CHAOS_SEED replays a run.
+func TestChaos(t *testing.T) {
+	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
+	env, ro := setup(t, artifacts, func(*suite.Options) {})
 	t.Logf("seed %d (replay with %s=%d); artifacts in %s", ro.Seed, suite.EnvSeed, ro.Seed, artifacts)
 	rep := &chaos.Report{Seed: ro.Seed, Started: time.Now(), Cluster: env.Cluster.Name}
 	for i, s := range suite.Scenarios {
@@ -90,26 +100,14 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 	if !ok {
 		t.Fatalf("GAUNTLET_CHAOS_BUG=%q: no scenario is known to catch it (known: %v)", bug, caught)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-bug-"+bug+"-"+time.Now().UTC().Format("20060102-150405"))
-	o, ro, err := suite.OptionsFromEnv(artifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.E2E.OperatorImage = os.Getenv("OPERATOR_BUGS_IMAGE"); o.E2E.OperatorImage == "" {
+	image := os.Getenv("OPERATOR_BUGS_IMAGE")
+	if image == "" {
 		t.Fatal("OPERATOR_BUGS_IMAGE is not set (make test-chaos-bug sets it)")
 	}
-	o.E2E.OperatorArgs = []string{"--bug=" + bug}
-	setup, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
-	defer cancel()
-	env, err := suite.Setup(setup, o)
-	if err != nil {
-		t.Fatalf("chaos setup: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Teardown(); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
+	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-bug-"+bug+"-"+time.Now().UTC().Format("20060102-150405"))
+	env, ro := setup(t, artifacts, func(o *suite.Options) {
+		o.E2E.OperatorImage = image
+		o.E2E.OperatorArgs = []string{"--bug=" + bug}
 	})
 	for i, s := range suite.Scenarios {
 		if s.Name != want.scenario {

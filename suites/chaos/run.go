@@ -223,20 +223,8 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 	if len(res.Violations) > 0 {
 		_, _ = ledger.Save(res.Artifacts)
 	}
-	e.progress("%s: %s", s.Name, figuresLine(f))
+	e.progress("%s: %s", s.Name, f)
 	return res
-}
-
-func figuresLine(f *chaos.Figures) string {
-	d := func(x time.Duration) string {
-		if x < 0 {
-			return "never"
-		}
-		return x.Round(100 * time.Millisecond).String()
-	}
-	return fmt.Sprintf("Degraded after %s, Available %s after the heal, writes resumed after %s (longest gap %s); %d ops checked (%d acked, %d ambiguous writes), %d lost, linearizable: %s; operator restarts %d, reconcile errors +%v, panics +%v",
-		d(f.TimeToDegraded), d(f.TimeToAvailable), d(f.WritesResumeAfter), d(f.LongestWriteGap), f.Operations, f.AckedWrites, f.AmbiguousWrites,
-		f.WritesLost, f.Linearizable, f.OperatorRestarts, f.ErrorsDelta, f.PanicsDelta)
 }
 
 // finish collects a bundle when the scenario failed, then deletes the
