@@ -48,7 +48,7 @@ func TestInstallE2E(t *testing.T) {
 	if !existing {
 		for _, img := range []string{controllerImage, daemonImage} {
 			if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", img).CombinedOutput(); err != nil {
-				t.Skipf("chaos image %s is not in the local Docker engine (%v: %s); build the Chaos Mesh images first", img, err, strings.TrimSpace(string(out)))
+				t.Skipf("chaos image %s is not in the local Docker engine (%v: %s); the test lifts once make chaos-images has built them", img, err, strings.TrimSpace(string(out)))
 			}
 		}
 	}
