@@ -9,7 +9,6 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/suites/e2e"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // Environment variables read by OptionsFromEnv (make test-chaos sets the
@@ -24,25 +23,11 @@ const (
 // environment, as the e2e tier does, with defaults for this repository.
 // A malformed value is an error that names the variable.
 func OptionsFromEnv(artifacts string) (Options, RunOptions, error) {
-	get := func(k, def string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
 	o := Options{
-		E2E: e2e.Options{
-			Cluster: framework.ClusterOptions{
-				NodeImage:  get("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
-				ConfigFile: framework.CRDPath(get("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
-			},
-			OperatorImage:   os.Getenv("OPERATOR_IMAGE"),
-			EtcdImage:       get("ETCD_IMAGE", "gauntlet.dev/etcd:v3.6.16"),
-			EtcdUpgradeFrom: get("ETCD_UPGRADE_FROM_IMAGE", "gauntlet.dev/etcd:v3.6.15"),
-		},
+		E2E: e2e.OptionsFromEnv(),
 		Chaos: install.Options{
-			ControllerImage: get("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage),
-			DaemonImage:     get("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage),
+			ControllerImage: e2e.Getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage),
+			DaemonImage:     e2e.Getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage),
 		},
 	}
 	if o.E2E.OperatorImage == "" {

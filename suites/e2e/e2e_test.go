@@ -37,15 +37,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) //nolint:forbidigo // TestMain has no *testing.T; this context bounds the setup
 	defer cancel()
 	var err error
-	env, err = e2e.Setup(ctx, e2e.Options{
-		Cluster: framework.ClusterOptions{
-			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
-			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
-		},
-		OperatorImage:   os.Getenv("OPERATOR_IMAGE"),
-		EtcdImage:       getenv("ETCD_IMAGE", "gauntlet.dev/etcd:v3.6.16"),
-		EtcdUpgradeFrom: getenv("ETCD_UPGRADE_FROM_IMAGE", "gauntlet.dev/etcd:v3.6.15"),
-	})
+	env, err = e2e.Setup(ctx, e2e.OptionsFromEnv())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup:", err)
 		return 1
@@ -56,13 +48,6 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-func getenv(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func input(t *testing.T, prefix string) e2e.SpecInput {

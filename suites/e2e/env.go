@@ -48,6 +48,39 @@ type Options struct {
 	Log io.Writer
 }
 
+// Defaults of OptionsFromEnv (and of the gauntlet CLI's flags): what
+// make images and make node-image build.
+const (
+	DefaultNodeImage       = "gauntlet.dev/kind-node:v1.35.4"
+	DefaultKindConfig      = "fixtures/kind/single-node.yaml"
+	DefaultEtcdImage       = "gauntlet.dev/etcd:v3.6.16"
+	DefaultEtcdUpgradeFrom = "gauntlet.dev/etcd:v3.6.15"
+)
+
+// OptionsFromEnv reads the options make test-e2e (and test-chaos) pass in
+// the environment: GAUNTLET_NODE_IMAGE, GAUNTLET_KIND_CONFIG (relative to
+// the repository), OPERATOR_IMAGE, ETCD_IMAGE and ETCD_UPGRADE_FROM_IMAGE,
+// with the defaults above.
+func OptionsFromEnv() Options {
+	return Options{
+		Cluster: framework.ClusterOptions{
+			NodeImage:  Getenv("GAUNTLET_NODE_IMAGE", DefaultNodeImage),
+			ConfigFile: framework.CRDPath(Getenv("GAUNTLET_KIND_CONFIG", DefaultKindConfig)),
+		},
+		OperatorImage:   os.Getenv("OPERATOR_IMAGE"),
+		EtcdImage:       Getenv("ETCD_IMAGE", DefaultEtcdImage),
+		EtcdUpgradeFrom: Getenv("ETCD_UPGRADE_FROM_IMAGE", DefaultEtcdUpgradeFrom),
+	}
+}
+
+// Getenv is os.Getenv with a default for an unset or empty variable.
+func Getenv(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
 // OperatorNamespace is where the default kustomization deploys the operator.
 const OperatorNamespace = "gauntlet-system"
 
