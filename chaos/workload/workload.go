@@ -122,9 +122,6 @@ func Start(ctx context.Context, kv KV, cfg Config) *Workload {
 	return w
 }
 
-// Started is when the workload began; Op times count from it.
-func (w *Workload) Started() time.Time { return w.start }
-
 func (w *Workload) now() int64 { return time.Since(w.start).Nanoseconds() }
 
 func (w *Workload) client(ctx context.Context, id int) {

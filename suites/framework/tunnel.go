@@ -2,12 +2,9 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 )
@@ -25,12 +22,8 @@ type Tunnel struct {
 	Namespace, Pod string
 	Port           int
 
-	cfg     *rest.Config
-	ln      net.Listener
-	failed  atomic.Int64
-	carried atomic.Int64
-	mu      sync.Mutex
-	lastErr error
+	cfg *rest.Config
+	ln  net.Listener
 }
 
 // OpenTunnel listens on a free local port and carries connections to
@@ -56,30 +49,24 @@ func (t *Tunnel) serve(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		go func() {
-			if err := t.carry(ctx, conn); err != nil {
-				t.failed.Add(1)
-				t.mu.Lock()
-				t.lastErr = err
-				t.mu.Unlock()
-			}
-		}()
+		// A connection that cannot reach the pod (gone, not yet back) is
+		// closed: the client sees a refused connection and retries.
+		go t.carry(ctx, conn)
 	}
 }
 
-func (t *Tunnel) carry(ctx context.Context, conn net.Conn) error {
+func (t *Tunnel) carry(ctx context.Context, conn net.Conn) {
 	defer func() { _ = conn.Close() }()
 	pf, err := ForwardPort(ctx, t.cfg, t.Namespace, t.Pod, t.Port)
 	if err != nil {
-		return err
+		return
 	}
 	defer pf.Close()
 	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", pf.Local))
 	if err != nil {
-		return err
+		return
 	}
 	defer func() { _ = up.Close() }()
-	t.carried.Add(1)
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
@@ -95,24 +82,8 @@ func (t *Tunnel) carry(ctx context.Context, conn net.Conn) error {
 	case <-done:
 	case <-ctx.Done():
 	}
-	return nil
-}
-
-// Stats reports how many connections were carried and how many could not
-// reach the pod, with the last such error.
-func (t *Tunnel) Stats() (carried, failed int64, lastErr error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.carried.Load(), t.failed.Load(), t.lastErr
 }
 
 // Close stops accepting new connections; those being carried end with the
 // context given to OpenTunnel (or when either side closes).
-func (t *Tunnel) Close() {
-	err := t.ln.Close()
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		t.mu.Lock()
-		t.lastErr = err
-		t.mu.Unlock()
-	}
-}
+func (t *Tunnel) Close() { _ = t.ln.Close() }
