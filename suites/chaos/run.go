@@ -153,6 +153,10 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 	ledger := load.Stop()
 	stopTimeline()
 	res.Timeline = timeline.Samples()
+	for _, err := range timeline.Errors() {
+		// Figures read from a timeline with gaps would be guesses.
+		res.Errors = append(res.Errors, "the condition timeline is incomplete: its watch failed: "+err)
+	}
 	if run.Skipped != "" || run.Failed() {
 		_, _ = ledger.Save(res.Artifacts)
 		return res
