@@ -24,6 +24,8 @@ type Result struct {
 	Budget     Budget   `json:"budget"`
 	Violations []string `json:"violations,omitempty"`
 	Timeline   []Sample `json:"timeline,omitempty"`
+	// Series is the scenario over time: workload, operator and pods.
+	Series *Series `json:"series,omitempty"`
 	// Artifacts is the folder holding this scenario's evidence.
 	Artifacts string        `json:"artifacts,omitempty"`
 	Took      time.Duration `json:"took"`
@@ -40,12 +42,57 @@ func (r *Result) Verdict() string {
 	return Passed
 }
 
+// ReportAPIVersion versions report.json; its JSON Schema is
+// chaos/report.schema.json. A change that a reader of the previous version
+// would misread gets a new version.
+const ReportAPIVersion = "gauntlet.dev/v1alpha1"
+
+// ReportKind is report.json's kind.
+const ReportKind = "ChaosReport"
+
 // Report is a chaos run: every scenario's result.
 type Report struct {
-	Seed    uint64    `json:"seed"`
-	Started time.Time `json:"started"`
-	Cluster string    `json:"cluster,omitempty"`
-	Results []*Result `json:"results"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Seed       uint64    `json:"seed"`
+	Started    time.Time `json:"started"`
+	Cluster    string    `json:"cluster,omitempty"`
+	Results    []*Result `json:"results"`
+}
+
+// NewReport starts the report of a run with seed on cluster.
+func NewReport(seed uint64, cluster string) *Report {
+	return &Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Seed: seed, Started: time.Now(), Cluster: cluster}
+}
+
+// ReadReport reads dir/report.json (or the file itself when path is one)
+// and refuses a file of another kind or version.
+func ReadReport(path string) (*Report, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Kind != ReportKind || r.APIVersion != ReportAPIVersion {
+		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", path, r.APIVersion, r.Kind, ReportAPIVersion, ReportKind)
+	}
+	return r, nil
+}
+
+// Result returns the named scenario's result, or nil.
+func (r *Report) Result(scenario string) *Result {
+	for _, res := range r.Results {
+		if res.Scenario == scenario {
+			return res
+		}
+	}
+	return nil
 }
 
 // Failed tells whether any scenario failed.
@@ -63,6 +110,7 @@ func (r *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	r.APIVersion, r.Kind = ReportAPIVersion, ReportKind
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -301,4 +302,53 @@ func (l *Ledger) VerifyDurability(ctx context.Context, kv KV) (checked int, lost
 		}
 	}
 	return checked, lost, nil
+}
+
+// Bucket is the workload's activity in one window of time.
+type Bucket struct {
+	// Writes and Reads count operations acknowledged in the window;
+	// Errors count those that failed or ended ambiguous there.
+	Writes, Reads, Errors int
+	// P50 and Max are the latencies of the operations that completed in
+	// the window, whatever their outcome (zero when none did).
+	P50, Max time.Duration
+}
+
+// Buckets splits the ledger into windows of width from its start, each
+// operation counted in the window where it returned, up to the last
+// operation's return.
+func (l *Ledger) Buckets(width time.Duration) []Bucket {
+	if width <= 0 || len(l.Ops) == 0 {
+		return nil
+	}
+	var last int64
+	for _, op := range l.Ops {
+		last = max(last, op.Return)
+	}
+	out := make([]Bucket, last/width.Nanoseconds()+1)
+	lat := make([][]time.Duration, len(out))
+	for _, op := range l.Ops {
+		i := op.Return / width.Nanoseconds()
+		if i < 0 {
+			continue
+		}
+		b := &out[i]
+		switch {
+		case op.Outcome != OK:
+			b.Errors++
+		case op.Kind == KindPut:
+			b.Writes++
+		default:
+			b.Reads++
+		}
+		lat[i] = append(lat[i], time.Duration(op.Return-op.Invoke))
+	}
+	for i, ls := range lat {
+		if len(ls) == 0 {
+			continue
+		}
+		slices.Sort(ls)
+		out[i].P50, out[i].Max = ls[(len(ls)-1)/2], ls[len(ls)-1]
+	}
+	return out
 }

@@ -171,3 +171,22 @@ func TestLongestWriteGap(t *testing.T) {
 	g.Expect(gap).To(Equal(1350*time.Millisecond), "still open at the end")
 	g.Expect(resumed).To(Equal(3000 * time.Millisecond))
 }
+
+func TestBuckets(t *testing.T) {
+	g := NewWithT(t)
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	l := &Ledger{Ops: []Op{
+		{Kind: KindPut, Outcome: OK, Invoke: ms(0), Return: ms(10)},
+		{Kind: KindGet, Outcome: OK, Invoke: ms(20), Return: ms(50)},
+		{Kind: KindPut, Outcome: OK, Invoke: ms(40), Return: ms(90)},
+		{Kind: KindPut, Outcome: Ambiguous, Invoke: ms(100), Return: ms(2100)},
+		{Kind: KindGet, Outcome: Failed, Invoke: ms(250), Return: ms(260)},
+	}}
+	bs := l.Buckets(100 * time.Millisecond)
+	g.Expect(bs).To(HaveLen(22), "up to the bucket of the last return")
+	g.Expect(bs[0]).To(Equal(Bucket{Writes: 2, Reads: 1, P50: 30 * time.Millisecond, Max: 50 * time.Millisecond}))
+	g.Expect(bs[1]).To(Equal(Bucket{}), "nothing returned in [100ms, 200ms)")
+	g.Expect(bs[2]).To(Equal(Bucket{Errors: 1, P50: 10 * time.Millisecond, Max: 10 * time.Millisecond}))
+	g.Expect(bs[21]).To(Equal(Bucket{Errors: 1, P50: 2 * time.Second, Max: 2 * time.Second}), "an ambiguous write counts where it gave up")
+	g.Expect((&Ledger{}).Buckets(time.Second)).To(BeNil())
+}

@@ -160,6 +160,19 @@ func (c *Case) Minority(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	return pick, nil
 }
 
+// watchedPods are the pods a scenario's timeline follows: the members and
+// the operator's.
+func (c *Case) watchedPods(ctx context.Context) ([]corev1.Pod, error) {
+	members, operators := &corev1.PodList{}, &corev1.PodList{}
+	if err := c.Env.Client.List(ctx, members, client.InNamespace(c.Namespace)); err != nil {
+		return nil, err
+	}
+	if err := c.Env.Client.List(ctx, operators, client.InNamespace(e2e.OperatorNamespace)); err != nil {
+		return nil, err
+	}
+	return append(members.Items, operators.Items...), nil
+}
+
 // Members is the cluster's member pods as chaos targets.
 func (c *Case) Members(names ...string) chaos.Pods {
 	return chaos.Pods{Namespace: c.Namespace, Names: names}

@@ -53,7 +53,7 @@ func TestChaos(t *testing.T) {
 	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
 	env, ro := setup(t, artifacts, func(*suite.Options) {})
 	t.Logf("seed %d (replay with %s=%d); artifacts in %s", ro.Seed, suite.EnvSeed, ro.Seed, artifacts)
-	rep := &chaos.Report{Seed: ro.Seed, Started: time.Now(), Cluster: env.Cluster.Name}
+	rep := chaos.NewReport(ro.Seed, env.Cluster.Name)
 	for i, s := range suite.Scenarios {
 		if ro.Match != nil && !ro.Match.MatchString(s.Name) {
 			continue
@@ -114,7 +114,8 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 			continue
 		}
 		res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
-		rep := &chaos.Report{Seed: ro.Seed, Started: time.Now(), Cluster: env.Cluster.Name, Results: []*chaos.Result{res}}
+		rep := chaos.NewReport(ro.Seed, env.Cluster.Name)
+		rep.Results = []*chaos.Result{res}
 		if err := rep.Write(artifacts); err != nil {
 			t.Errorf("writing the report: %v", err)
 		}

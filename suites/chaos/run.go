@@ -52,7 +52,7 @@ func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i)
 // RunAll runs every selected scenario in turn and returns the report; it
 // writes report.json, junit.xml and summary.md to o.Artifacts.
 func (e *Env) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error) {
-	rep := &chaos.Report{Seed: o.Seed, Started: time.Now(), Cluster: e.Cluster.Name}
+	rep := chaos.NewReport(o.Seed, e.Cluster.Name)
 	for i, s := range Scenarios {
 		if o.Match != nil && !o.Match.MatchString(s.Name) {
 			continue
@@ -134,6 +134,8 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 		return fail("%v", err)
 	}
 
+	obs := &chaos.Observer{Scrape: e.ScrapeOperator, Controller: operator.ControllerName, Pods: c.watchedPods}
+	obs.Start(ctx)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	run := e.Runner.Run(ctx, chaos.Scenario{
 		Name: s.Name,
@@ -153,6 +155,9 @@ func (e *Env) RunScenario(ctx context.Context, s Scenario, seed uint64, o RunOpt
 	ledger := load.Stop()
 	stopTimeline()
 	res.Timeline = timeline.Samples()
+	res.Series = &chaos.Series{}
+	res.Series.SetWorkload(ledger)
+	res.Series.Operator, res.Series.Pods = obs.Stop()
 	for _, err := range timeline.Errors() {
 		// Figures read from a timeline with gaps would be guesses.
 		res.Errors = append(res.Errors, "the condition timeline is incomplete: its watch failed: "+err)

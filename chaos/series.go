@@ -1,0 +1,223 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/workload"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// SeriesBucket is the width of the workload's buckets in a Series.
+const SeriesBucket = 100 * time.Millisecond
+
+// Series is what a scenario looked like over time, for the report's
+// timeline: the workload's throughput and latency in fixed buckets, the
+// operator's reconcile counters as it was sampled, and what happened to
+// the pods.
+type Series struct {
+	// Start is when the workload started: bucket i covers
+	// [Start + i*BucketMillis, Start + (i+1)*BucketMillis).
+	Start        time.Time `json:"start"`
+	BucketMillis int64     `json:"bucketMillis"`
+	// Writes and Reads are the operations acknowledged in each bucket;
+	// Errors are those that failed or ended ambiguous there.
+	Writes []int `json:"writes"`
+	Reads  []int `json:"reads"`
+	Errors []int `json:"errors"`
+	// LatencyP50Millis and LatencyMaxMillis are the latencies of the
+	// operations that completed in each bucket (0 where none did).
+	LatencyP50Millis []float64 `json:"latencyP50Millis"`
+	LatencyMaxMillis []float64 `json:"latencyMaxMillis"`
+	// Operator is the operator's reconcile counters, sampled.
+	Operator []OperatorSample `json:"operator,omitempty"`
+	// Pods is every change seen in the watched pods.
+	Pods []PodEvent `json:"pods,omitempty"`
+}
+
+// OperatorSample is one scrape of the operator's controller counters.
+// Counters restart from zero when the operator does.
+type OperatorSample struct {
+	At         time.Time `json:"at"`
+	Up         bool      `json:"up"` // the scrape answered
+	Reconciles float64   `json:"reconciles"`
+	Errors     float64   `json:"errors"`
+}
+
+// Pod event kinds.
+const (
+	PodCreated   = "created"
+	PodDeleted   = "deleted"
+	PodRestarted = "restarted"
+	PodReady     = "ready"
+	PodNotReady  = "not-ready"
+)
+
+// PodEvent is one change of a watched pod.
+type PodEvent struct {
+	At    time.Time `json:"at"`
+	Pod   string    `json:"pod"` // namespace/name
+	Event string    `json:"event"`
+}
+
+// SetWorkload fills the workload buckets from a ledger.
+func (s *Series) SetWorkload(l *workload.Ledger) {
+	s.Start, s.BucketMillis = l.Start, SeriesBucket.Milliseconds()
+	bs := l.Buckets(SeriesBucket)
+	s.Writes, s.Reads, s.Errors = make([]int, len(bs)), make([]int, len(bs)), make([]int, len(bs))
+	s.LatencyP50Millis, s.LatencyMaxMillis = make([]float64, len(bs)), make([]float64, len(bs))
+	for i, b := range bs {
+		s.Writes[i], s.Reads[i], s.Errors[i] = b.Writes, b.Reads, b.Errors
+		s.LatencyP50Millis[i] = float64(b.P50.Microseconds()) / 1000
+		s.LatencyMaxMillis[i] = float64(b.Max.Microseconds()) / 1000
+	}
+}
+
+// Observer samples, every Every, an operator's controller counters and the
+// state of a set of pods, to draw them on the report's timeline.
+type Observer struct {
+	// Every is the sampling period (default 1s).
+	Every time.Duration
+	// Scrape reads the operator's metrics; nil skips the counters.
+	Scrape func(ctx context.Context) (map[string]*dto.MetricFamily, error)
+	// Controller names the controller whose counters are read.
+	Controller string
+	// Pods lists the pods to follow (the members and the operator's).
+	Pods func(ctx context.Context) ([]corev1.Pod, error)
+
+	mu     sync.Mutex
+	ops    []OperatorSample
+	pods   []PodEvent
+	seen   map[string]podState
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type podState struct {
+	uid      string
+	restarts int32
+	ready    bool
+}
+
+// Start samples until Stop or until ctx ends.
+func (o *Observer) Start(ctx context.Context) {
+	if o.Every == 0 {
+		o.Every = time.Second
+	}
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.done = make(chan struct{})
+	go func() {
+		defer close(o.done)
+		t := time.NewTicker(o.Every)
+		defer t.Stop()
+		for {
+			o.sample(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop ends the sampling and returns what was seen.
+func (o *Observer) Stop() ([]OperatorSample, []PodEvent) {
+	if o.cancel == nil {
+		return nil, nil
+	}
+	o.cancel()
+	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ops), slices.Clone(o.pods)
+}
+
+func (o *Observer) sample(ctx context.Context) {
+	if o.Scrape != nil {
+		sctx, cancel := context.WithTimeout(ctx, o.Every)
+		fams, err := o.Scrape(sctx)
+		cancel()
+		s := OperatorSample{At: time.Now(), Up: err == nil}
+		if err == nil {
+			c := map[string]string{"controller": o.Controller}
+			s.Reconciles = framework.SumSamples(fams, "controller_runtime_reconcile_total", c)
+			s.Errors = framework.SumSamples(fams, "controller_runtime_reconcile_errors_total", c)
+		}
+		if ctx.Err() == nil {
+			o.mu.Lock()
+			o.ops = append(o.ops, s)
+			o.mu.Unlock()
+		}
+	}
+	if o.Pods != nil {
+		pods, err := o.Pods(ctx)
+		if err != nil || ctx.Err() != nil {
+			return // a missed sample, not a change
+		}
+		o.observePods(time.Now(), pods)
+	}
+}
+
+// observePods records how pods changed since the previous sample.
+func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	first := o.seen == nil
+	now := map[string]podState{}
+	for i := range pods {
+		p := &pods[i]
+		st := podState{uid: string(p.UID), ready: framework.PodReady(p)}
+		for _, cs := range p.Status.ContainerStatuses {
+			st.restarts += cs.RestartCount
+		}
+		key := p.Namespace + "/" + p.Name
+		now[key] = st
+		if first {
+			continue
+		}
+		prev, ok := o.seen[key]
+		switch {
+		case !ok || prev.uid != st.uid:
+			if ok {
+				o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodDeleted})
+			}
+			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodCreated})
+		case st.restarts > prev.restarts:
+			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodRestarted})
+		}
+		if ok && prev.uid == st.uid && prev.ready == st.ready {
+			continue
+		}
+		if (!ok || prev.uid != st.uid) && !st.ready {
+			continue // a new pod starts unready: not news
+		}
+		ev := PodNotReady
+		if st.ready {
+			ev = PodReady
+		}
+		o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: ev})
+	}
+	if !first {
+		var gone []string
+		for key := range o.seen {
+			if _, ok := now[key]; !ok {
+				gone = append(gone, key)
+			}
+		}
+		slices.Sort(gone)
+		for _, key := range gone {
+			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodDeleted})
+		}
+	}
+	o.seen = now
+}
+
+// String is a short description of the event, for logs.
+func (e PodEvent) String() string { return fmt.Sprintf("%s %s", e.Pod, e.Event) }

@@ -1,0 +1,72 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/workload"
+)
+
+func pod(name, uid string, restarts int32, ready bool) corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, UID: types.UID(uid)},
+		Status: corev1.PodStatus{
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: st}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", RestartCount: restarts}},
+		},
+	}
+}
+
+func TestObserverRecordsPodChanges(t *testing.T) {
+	g := NewWithT(t)
+	o := &Observer{}
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	steps := [][]corev1.Pod{
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 0, true), pod("db-2", "c", 0, true)},
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, false), pod("db-2", "c", 0, true)}, // container restarted
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true)},                              // db-2 gone
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, false)},  // back, unready
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, true)},
+		{pod("db-0", "e", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, true)}, // replaced between samples
+	}
+	for i, pods := range steps {
+		o.observePods(at(i), pods)
+	}
+	g.Expect(o.pods).To(Equal([]PodEvent{
+		{At: at(1), Pod: "db/db-1", Event: PodRestarted},
+		{At: at(1), Pod: "db/db-1", Event: PodNotReady},
+		{At: at(2), Pod: "db/db-1", Event: PodReady},
+		{At: at(2), Pod: "db/db-2", Event: PodDeleted},
+		{At: at(3), Pod: "db/db-2", Event: PodCreated},
+		{At: at(4), Pod: "db/db-2", Event: PodReady},
+		{At: at(5), Pod: "db/db-0", Event: PodDeleted},
+		{At: at(5), Pod: "db/db-0", Event: PodCreated},
+		{At: at(5), Pod: "db/db-0", Event: PodReady},
+	}), "the first sample is the baseline, not news")
+}
+
+func TestSeriesFromLedger(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Unix(2000, 0)
+	l := &workload.Ledger{Start: start, Ops: []workload.Op{
+		{Kind: workload.KindPut, Outcome: workload.OK, Invoke: 0, Return: int64(4 * time.Millisecond)},
+		{Kind: workload.KindPut, Outcome: workload.Ambiguous, Invoke: 0, Return: int64(150 * time.Millisecond)},
+	}}
+	s := &Series{}
+	s.SetWorkload(l)
+	g.Expect(s.Start).To(Equal(start))
+	g.Expect(s.BucketMillis).To(Equal(int64(100)))
+	g.Expect(s.Writes).To(Equal([]int{1, 0}))
+	g.Expect(s.Errors).To(Equal([]int{0, 1}))
+	g.Expect(s.LatencyMaxMillis).To(Equal([]float64{4, 150}))
+}
