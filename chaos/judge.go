@@ -98,47 +98,111 @@ type Figures struct {
 	UnstableObjects   []string      `json:"unstableObjects,omitempty"`
 }
 
-// Judge compares figures with a budget and returns every violation.
-func Judge(f Figures, b Budget) []string {
-	var v []string
-	within := func(what string, d time.Duration, limit metav1.Duration) {
+// Check is one judged figure: what was measured, what the budget allows,
+// and, when it is over, the violation in words.
+type Check struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Budget string `json:"budget"` // "not judged" when the budget leaves it open
+	// Violation is empty when the figure is within its budget.
+	Violation string `json:"violation,omitempty"`
+}
+
+// OK tells whether the figure is within its budget.
+func (c Check) OK() bool { return c.Violation == "" }
+
+// notJudged is a check's budget when the budget leaves it open.
+const notJudged = "not judged"
+
+// Checks compares every figure with its budget, in the report's order.
+func Checks(f Figures, b Budget) []Check {
+	var out []Check
+	within := func(name, what string, d time.Duration, limit metav1.Duration) {
+		c := Check{Name: name, Value: ms(d), Budget: notJudged}
+		if limit.Duration != 0 {
+			c.Budget = "≤ " + limit.Duration.String()
+		}
 		switch {
 		case limit.Duration == 0:
 		case d < 0:
-			v = append(v, fmt.Sprintf("%s: never happened (budget %s)", what, limit.Duration))
+			c.Violation = fmt.Sprintf("%s: never happened (budget %s)", what, limit.Duration)
 		case d > limit.Duration:
-			v = append(v, fmt.Sprintf("%s: %s, over the budget of %s", what, d.Round(100*time.Millisecond), limit.Duration))
+			c.Violation = fmt.Sprintf("%s: %s, over the budget of %s", what, d.Round(100*time.Millisecond), limit.Duration)
+		}
+		out = append(out, c)
+	}
+	within("Degraded=True after the fault", "time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
+	within("Available=True after the heal", "time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
+	within("writes resume after the fault", "time until writes resumed after the fault", f.WritesResumeAfter, b.WritesResumeWithin)
+
+	never := Check{Name: "Available never False during the fault", Value: yesNo(!f.AvailableFalse), Budget: notJudged}
+	if b.AvailableNeverFalse {
+		never.Budget = "yes"
+		if f.AvailableFalse {
+			never.Violation = "Available turned False during a fault that leaves quorum intact"
 		}
 	}
-	within("time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
-	within("time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
-	within("time until writes resumed after the fault", f.WritesResumeAfter, b.WritesResumeWithin)
-	if b.AvailableNeverFalse && f.AvailableFalse {
-		v = append(v, "Available turned False during a fault that leaves quorum intact")
-	}
+	out = append(out, never)
+
+	c := Check{Name: "acknowledged writes lost", Value: fmt.Sprint(f.WritesLost), Budget: "0"}
 	if f.WritesLost > 0 {
-		v = append(v, fmt.Sprintf("%d acknowledged writes lost", f.WritesLost))
+		c.Violation = fmt.Sprintf("%d acknowledged writes lost", f.WritesLost)
 	}
+	out = append(out, c)
+	c = Check{Name: "history linearizable", Value: f.Linearizable, Budget: "Ok"}
 	if f.Linearizable != "Ok" {
-		v = append(v, fmt.Sprintf("history not proven linearizable: %s", f.Linearizable))
+		c.Violation = fmt.Sprintf("history not proven linearizable: %s", f.Linearizable)
 	}
+	out = append(out, c)
+	c = Check{Name: "operations checked", Value: fmt.Sprint(f.Operations), Budget: fmt.Sprintf("≥ %d", b.MinOperations)}
 	if f.Operations < b.MinOperations {
-		v = append(v, fmt.Sprintf("only %d operations checked (at least %d needed)", f.Operations, b.MinOperations))
+		c.Violation = fmt.Sprintf("only %d operations checked (at least %d needed)", f.Operations, b.MinOperations)
 	}
+	out = append(out, c)
+	c = Check{Name: "reconcile panics", Value: fmt.Sprintf("+%v", f.PanicsDelta), Budget: "0"}
 	if f.PanicsDelta != 0 {
-		v = append(v, fmt.Sprintf("controller_runtime_reconcile_panics_total rose by %v", f.PanicsDelta))
+		c.Violation = fmt.Sprintf("controller_runtime_reconcile_panics_total rose by %v", f.PanicsDelta)
 	}
+	out = append(out, c)
+	c = Check{Name: "reconcile errors", Value: fmt.Sprintf("+%v", f.ErrorsDelta), Budget: fmt.Sprintf("≤ %d", b.ReconcileErrors)}
 	if f.ErrorsDelta > float64(b.ReconcileErrors) {
-		v = append(v, fmt.Sprintf("reconcile errors rose by %v (budget %d)", f.ErrorsDelta, b.ReconcileErrors))
+		c.Violation = fmt.Sprintf("reconcile errors rose by %v (budget %d)", f.ErrorsDelta, b.ReconcileErrors)
 	}
+	out = append(out, c)
+	c = Check{Name: "workqueue depth after the heal", Value: fmt.Sprint(f.WorkqueueDepth), Budget: "0"}
 	if f.WorkqueueDepth != 0 {
-		v = append(v, fmt.Sprintf("workqueue depth %v after the heal (want 0)", f.WorkqueueDepth))
+		c.Violation = fmt.Sprintf("workqueue depth %v after the heal (want 0)", f.WorkqueueDepth)
 	}
+	out = append(out, c)
+	c = Check{Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", b.OperatorRestarts)}
 	if f.OperatorRestarts > b.OperatorRestarts {
-		v = append(v, fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, b.OperatorRestarts))
+		c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, b.OperatorRestarts)
 	}
+	out = append(out, c)
 	for _, u := range f.UnstableObjects {
-		v = append(v, "owned object still changing after convergence: "+u)
+		out = append(out, Check{Name: "owned objects stable once converged", Value: u, Budget: "unchanged for 10s",
+			Violation: "owned object still changing after convergence: " + u})
+	}
+	if len(f.UnstableObjects) == 0 {
+		out = append(out, Check{Name: "owned objects stable once converged", Value: "unchanged", Budget: "unchanged for 10s"})
+	}
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// Judge compares figures with a budget and returns every violation.
+func Judge(f Figures, b Budget) []string {
+	var v []string
+	for _, c := range Checks(f, b) {
+		if !c.OK() {
+			v = append(v, c.Violation)
+		}
 	}
 	return v
 }

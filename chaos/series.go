@@ -28,13 +28,13 @@ type Series struct {
 	BucketMillis int64     `json:"bucketMillis"`
 	// Writes and Reads are the operations acknowledged in each bucket;
 	// Errors are those that failed or ended ambiguous there.
-	Writes []int `json:"writes"`
-	Reads  []int `json:"reads"`
-	Errors []int `json:"errors"`
+	Writes []int `json:"writes,omitempty"`
+	Reads  []int `json:"reads,omitempty"`
+	Errors []int `json:"errors,omitempty"`
 	// LatencyP50Millis and LatencyMaxMillis are the latencies of the
 	// operations that completed in each bucket (0 where none did).
-	LatencyP50Millis []float64 `json:"latencyP50Millis"`
-	LatencyMaxMillis []float64 `json:"latencyMaxMillis"`
+	LatencyP50Millis []float64 `json:"latencyP50Millis,omitempty"`
+	LatencyMaxMillis []float64 `json:"latencyMaxMillis,omitempty"`
 	// Operator is the operator's reconcile counters, sampled.
 	Operator []OperatorSample `json:"operator,omitempty"`
 	// Pods is every change seen in the watched pods.
@@ -47,7 +47,7 @@ type OperatorSample struct {
 	At         time.Time `json:"at"`
 	Up         bool      `json:"up"` // the scrape answered
 	Reconciles float64   `json:"reconciles"`
-	Errors     float64   `json:"errors"`
+	Errors     float64   `json:"errors,omitempty"`
 }
 
 // Pod event kinds.

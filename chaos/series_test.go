@@ -34,8 +34,8 @@ func TestObserverRecordsPodChanges(t *testing.T) {
 	steps := [][]corev1.Pod{
 		{pod("db-0", "a", 0, true), pod("db-1", "b", 0, true), pod("db-2", "c", 0, true)},
 		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, false), pod("db-2", "c", 0, true)}, // container restarted
-		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true)},                              // db-2 gone
-		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, false)},  // back, unready
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true)},                             // db-2 gone
+		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, false)}, // back, unready
 		{pod("db-0", "a", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, true)},
 		{pod("db-0", "e", 0, true), pod("db-1", "b", 1, true), pod("db-2", "d", 0, true)}, // replaced between samples
 	}

@@ -1,0 +1,99 @@
+package htmlreport
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+)
+
+// result is a scenario with a minute of workload around a 20 s fault.
+func result(name string, t0 time.Time) *chaos.Result {
+	s := &chaos.Series{Start: t0, BucketMillis: 100}
+	for i := range 600 {
+		w := 10
+		if i >= 200 && i < 230 {
+			w = 0 // writes stalled for 3 s
+		}
+		s.Writes, s.Reads, s.Errors = append(s.Writes, w), append(s.Reads, w/2), append(s.Errors, 0)
+		s.LatencyP50Millis, s.LatencyMaxMillis = append(s.LatencyP50Millis, 4), append(s.LatencyMaxMillis, 12)
+	}
+	for i := range 60 {
+		s.Operator = append(s.Operator, chaos.OperatorSample{At: t0.Add(time.Duration(i) * time.Second), Up: i != 25, Reconciles: float64(3 * i)})
+	}
+	s.Pods = []chaos.PodEvent{{At: t0.Add(20 * time.Second), Pod: "ns/db-1", Event: chaos.PodDeleted}}
+	return &chaos.Result{
+		Run: &chaos.Run{Scenario: name, Seed: 9, Experiment: "PodChaos/pod-kill", Targets: []string{"ns/db-1"},
+			Phases: chaos.Phases{Start: t0.Add(-time.Minute), Requested: t0.Add(20 * time.Second), Injected: t0.Add(21 * time.Second),
+				Healed: t0.Add(40 * time.Second), Converged: t0.Add(50 * time.Second)}},
+		Series: s, Took: 2 * time.Minute,
+		Budget:  chaos.Budget{WritesResumeWithin: metaDuration(5 * time.Second), MinOperations: 100},
+		Figures: chaos.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: 3 * time.Second, Operations: 5000, Linearizable: "Ok"},
+		Timeline: []chaos.Sample{
+			{At: t0, Conditions: map[string]string{"Available": "True/Quorum", "Degraded": "False/Healthy"}},
+			{At: t0.Add(22 * time.Second), Conditions: map[string]string{"Available": "True/Quorum", "Degraded": "True/MemberDown"}},
+		},
+	}
+}
+
+func TestRender(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	t0 := time.Unix(1_800_000_000, 0)
+	ok, slow := result("leader-pod-kill", t0), result("partition", t0)
+	slow.Figures.WritesResumeAfter = 9 * time.Second
+	slow.Artifacts = filepath.Join(dir, "partition")
+	slow.Violations = chaos.Judge(slow.Figures, slow.Budget)
+	// The failed scenario left a bundle and a history; nothing else exists.
+	g.Expect(os.MkdirAll(filepath.Join(dir, "partition", "chaos-partition-2"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "partition", "history.json"), []byte("{}"), 0o644)).To(Succeed())
+	rep := chaos.NewReport(42, "kind-gauntlet")
+	rep.Results = []*chaos.Result{ok, slow, {Run: &chaos.Run{Scenario: "netem-delay", Skipped: "the node kernel lacks netem"}}}
+
+	path, err := Write(rep, dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	html := string(b)
+
+	g.Expect(strings.Count(html, "<svg")).To(Equal(2), "one timeline per scenario that ran")
+	g.Expect(html).To(ContainSubstring("1 passed"))
+	g.Expect(html).To(ContainSubstring("1 failed"))
+	g.Expect(html).To(ContainSubstring("1 skipped"))
+	g.Expect(html).To(ContainSubstring("the node kernel lacks netem"))
+	g.Expect(html).To(ContainSubstring(`<td class="num over">9s</td>`), "the figure over its budget stands out in the summary")
+	g.Expect(html).To(ContainSubstring("time until writes resumed after the fault: 9s, over the budget of 5s"))
+	g.Expect(html).To(ContainSubstring(`<a href="partition/history.json">`))
+	g.Expect(html).To(ContainSubstring(`<a href="partition">failure bundle`))
+	g.Expect(html).NotTo(ContainSubstring("linearizability.html"), "no link to what the run did not leave")
+	for _, external := range []string{"<script", "<link", "@import", "src=\"http"} {
+		g.Expect(html).NotTo(ContainSubstring(external), "the page is self-contained")
+	}
+}
+
+func TestTimelineNeedsASeries(t *testing.T) {
+	g := NewWithT(t)
+	svg, err := timeline(&chaos.Result{Run: &chaos.Run{Scenario: "x"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(svg).To(BeNil(), "a scenario that never ran its workload has no timeline")
+}
+
+func TestConditionColours(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(conditionColor("Available", "True")).To(Equal(colGood))
+	g.Expect(conditionColor("Available", "False")).To(Equal(colBad))
+	g.Expect(conditionColor("Degraded", "True")).To(Equal(colBad))
+	g.Expect(conditionColor("Degraded", "False")).To(Equal(colOff))
+	g.Expect(conditionColor("Progressing", "True")).To(Equal(colBusy))
+	g.Expect(conditionColor("Ready", "Unknown")).To(Equal(colOff))
+	g.Expect(conditionTypes([]chaos.Sample{{Conditions: map[string]string{"Zeta": "", "Degraded": "", "Available": ""}}})).
+		To(Equal([]string{"Available", "Degraded", "Zeta"}))
+}
+
+func metaDuration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
