@@ -46,7 +46,7 @@ GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 ##@ General
@@ -93,22 +93,34 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager binary to bin/manager.
+build: manager gauntlet ## Build the manager binary to bin/manager and the gauntlet CLI to bin/gauntlet.
+
+.PHONY: manager
+manager: ## Build the manager binary to bin/manager.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./operator/cmd
 
 .PHONY: gauntlet
-gauntlet: ## Build the gauntlet CLI to bin/gauntlet (gauntlet chaos --help).
+gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./tools/gauntlet
 
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated build test-unit test-etcd test-int test-sim ## Run lint, the generated-files check, the build and every tier that exists.
+test: lint verify-generated build test-unit test-report test-etcd test-int test-sim ## Run lint, the generated-files check, the build and every hermetic tier.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
 	@mkdir -p $(ARTIFACTS)
-	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 $(UNIT_PKGS)
+	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 -skip '^TestBrowser' $(UNIT_PKGS)
+
+# The browser tests (TestBrowser*) need Chromium: test-report installs
+# Debian's when missing and requires it.
+BROWSER_PKGS := ./tools/browser ./chaos/htmlreport
+
+.PHONY: test-report
+test-report: $(GOTESTSUM) ## The HTML chaos report of a recorded run, and the browser checker, in Debian's headless Chromium (installed when missing); screenshot in artifacts/report-screenshot.png.
+	@mkdir -p $(ARTIFACTS)
+	GAUNTLET_CHROMIUM=$$(ci/chromium.sh | tail -n1) GAUNTLET_REQUIRE_BROWSER=1 $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-report.xml -- -count=1 -run '^TestBrowser' -v $(BROWSER_PKGS)
 
 .PHONY: test-etcd
 test-etcd: $(GOTESTSUM) etcd-bins ## The etcd member client and the snapshot Job's commands against real etcd processes on loopback.
@@ -151,7 +163,7 @@ docker-engine: ## Make sure a Docker engine answers (installs and starts Debian'
 	@ci/docker-engine.sh
 
 .PHONY: images
-images: docker-engine build ## Build the operator image and the etcd images (ETCD_VERSION, ETCD_UPGRADE_FROM), FROM scratch, non-root; reused when present.
+images: docker-engine manager ## Build the operator image and the etcd images (ETCD_VERSION, ETCD_UPGRADE_FROM), FROM scratch, non-root; reused when present.
 	tools/bins/build.sh etcd $(ETCD_VERSION)
 	tools/bins/build.sh etcd $(ETCD_UPGRADE_FROM)
 	tools/images/build.sh etcd $(ETCD_VERSION)
@@ -209,8 +221,8 @@ test-chaos-install: $(GOTESTSUM) $(NODE_IMAGE_DEP) chaos-images ## Chaos Mesh's 
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos-install.xml -- -count=1 -timeout 25m -tags e2e -run '^TestInstallE2E$$' ./chaos/install
 
 .PHONY: chaos
-chaos: gauntlet images $(NODE_IMAGE_DEP) chaos-images ## The main chaos run through the CLI: every scenario on a fresh kind cluster, report in artifacts/chaos-<time>/ (ARGS="--seed 7 --scenarios leader").
-	$(CHAOS_ENV) $(BIN)/gauntlet chaos --node-image $(NODE_IMAGE) --kind-config $(KIND_CONFIG) $(ARGS)
+chaos: gauntlet ## The main chaos run: bin/gauntlet run (engine, images, kind, operator, Chaos Mesh, every scenario); report in artifacts/chaos-<time>/report.html (ARGS="--seed 7 --scenario 'leader-*'").
+	$(BIN)/gauntlet run --node-image $(NODE_IMAGE) --kind-config $(KIND_CONFIG) $(ARGS)
 
 ##@ Binaries built from Go modules (cached in bin/ by version)
 

@@ -6,12 +6,17 @@
 #   ci/tier.sh e2e           kind at KUBERNETES_VERSION's minor, from the upstream kindest/node
 #                            image (GitHub's runners can pull it); the operator and etcd images
 #                            are still built here from Go modules
+#   ci/tier.sh chaos         `make chaos`: every chaos scenario through the gauntlet CLI on kind,
+#                            upstream kindest/node image of KUBERNETES_VERSION's minor (default:
+#                            the Makefile's KIND_NODE_VERSION); Chaos Mesh images built here from
+#                            its Go module and Debian packages; report in artifacts/chaos-ci/
 #
-# KUBERNETES_VERSION defaults to the Makefile's. Offline machines run the e2e tier with
-# `make test-e2e`, which builds its own node image (v1.35.4 only).
+# KUBERNETES_VERSION defaults to the Makefile's (KIND_NODE_VERSION for chaos). Offline machines
+# run the e2e and chaos tiers with `make test-e2e` and `make chaos`, which build their own node
+# image (v1.35.4 only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier=${1:?usage: ci/tier.sh unit|integration|e2e}
+tier=${1:?usage: ci/tier.sh unit|integration|e2e|chaos}
 start=$(date +%s)
 echo ">> $(date +%H:%M:%S) tier $tier (KUBERNETES_VERSION=${KUBERNETES_VERSION:-Makefile default})"
 
@@ -27,6 +32,35 @@ upstream_node_image() {
 	esac
 }
 
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# What the Chaos Mesh image build (tools/images/chaosmesh/build.sh) needs from an Ubuntu runner
+# (GitHub's ubuntu-24.04) beyond what its image has (Go from setup-go; gcc with a static libc,
+# jq, file, findmnt and a running Docker engine come with it). Its rootfs step debootstraps
+# Debian bookworm, which needs:
+#  - debootstrap, absent from the runner image. build.sh would apt-get it itself, but only as
+#    root. Ubuntu's debootstrap knows bookworm (scripts/bookworm -> sid).
+#  - debian-archive-keyring: debootstrap checks bookworm's Release signature against
+#    /usr/share/keyrings/debian-archive-keyring.gpg, which Ubuntu does not ship by default;
+#    without it debootstrap only warns and installs unverified packages.
+#  - root, for debootstrap, chroot, umount and reading the whole tree for `docker import`; the
+#    runner's user is not root. So that one step runs here under sudo, after creating its work
+#    directory as the user; `make chaos-images` then runs every other step as the user (Go
+#    caches and bin/ stay the user's) and skips the rootfs, whose image is current.
+# chaos-daemon (cgo) links against the build host's glibc, 2.39 here against bookworm's 2.36 in
+# the image: the symbols it imports need GLIBC_2.34 at most, and build.sh runs it in the image.
+# On a root Debian machine this installs the same two packages if missing, without sudo.
+chaos_rootfs() {
+	if ! dpkg -s debootstrap debian-archive-keyring >/dev/null 2>&1; then
+		echo ">> $(date +%H:%M:%S) installing debootstrap and debian-archive-keyring for the Chaos Mesh daemon's Debian rootfs"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			debootstrap debian-archive-keyring >/dev/null
+	fi
+	mkdir -p bin/chaos-mesh/work
+	as_root tools/images/chaosmesh/build.sh rootfs
+}
+
 case $tier in
 unit) make lint verify-generated build test-unit test-etcd test-sim ;;
 integration) make test-int ${KUBERNETES_VERSION:+KUBERNETES_VERSION=$KUBERNETES_VERSION} ;;
@@ -34,6 +68,15 @@ e2e)
 	image=$(upstream_node_image "${KUBERNETES_VERSION:?KUBERNETES_VERSION is required for the e2e tier}")
 	make test-e2e NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/upstream.yaml
 	;;
-*) echo "unknown tier $tier: unit, integration or e2e" >&2; exit 2 ;;
+chaos)
+	# GitHub's runners' kernels have netem, so the 100 ms delay and 30 % loss scenarios run
+	# there. Nothing to configure: the runner probes the node's kernel itself (chaos/node.go)
+	# and reports a scenario whose feature is missing as skipped, with the reason, never passed.
+	image=$(upstream_node_image "${KUBERNETES_VERSION:-$(sed -n 's/^KIND_NODE_VERSION *?= *//p' Makefile)}")
+	make docker-engine
+	chaos_rootfs
+	make chaos NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/upstream.yaml ARGS="--report artifacts/chaos-ci"
+	;;
+*) echo "unknown tier $tier: unit, integration, e2e or chaos" >&2; exit 2 ;;
 esac
 echo ">> $(date +%H:%M:%S) tier $tier passed in $(( $(date +%s) - start ))s"

@@ -61,7 +61,7 @@ func TestChaos(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
 			rep.Results = append(rep.Results, res)
-			if err := rep.Write(artifacts); err != nil {
+			if err := suite.WriteReport(rep, artifacts); err != nil {
 				t.Errorf("writing the report: %v", err)
 			}
 			switch res.Verdict() {
@@ -116,7 +116,7 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 		res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
 		rep := chaos.NewReport(ro.Seed, env.Cluster.Name)
 		rep.Results = []*chaos.Result{res}
-		if err := rep.Write(artifacts); err != nil {
+		if err := suite.WriteReport(rep, artifacts); err != nil {
 			t.Errorf("writing the report: %v", err)
 		}
 		t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, s.Name, res.Verdict(), res.Errors, res.Violations)

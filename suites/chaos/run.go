@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -29,6 +30,9 @@ type RunOptions struct {
 	Seed uint64
 	// Match selects scenarios by name (all when nil).
 	Match *regexp.Regexp
+	// Seeds pins the seed of the named scenarios (a replay of a recorded
+	// run); the others derive theirs from Seed.
+	Seeds map[string]uint64
 	// Budgets are the scenarios' budgets.
 	Budgets *chaos.Budgets
 	// Artifacts is the folder for the report and each scenario's evidence.
@@ -50,24 +54,38 @@ var dbGVR = schema.GroupVersionResource{Group: dbv1.GroupVersion.Group, Version:
 func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
 
 // RunAll runs every selected scenario in turn and returns the report; it
-// writes report.json, junit.xml and summary.md to o.Artifacts.
+// writes report.json, junit.xml, summary.md and report.html to o.Artifacts
+// after each scenario.
 func (e *Env) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error) {
 	rep := chaos.NewReport(o.Seed, e.Cluster.Name)
 	for i, s := range Scenarios {
 		if o.Match != nil && !o.Match.MatchString(s.Name) {
 			continue
 		}
-		res := e.RunScenario(ctx, s, ScenarioSeed(o.Seed, i), o)
+		seed, pinned := o.Seeds[s.Name]
+		if !pinned {
+			seed = ScenarioSeed(o.Seed, i)
+		}
+		res := e.RunScenario(ctx, s, seed, o)
 		rep.Results = append(rep.Results, res)
 		e.progress("%s: %s in %s", s.Name, res.Verdict(), res.Took.Round(time.Second))
-		if err := rep.Write(o.Artifacts); err != nil {
+		if err := WriteReport(rep, o.Artifacts); err != nil {
 			return rep, err
 		}
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
 	}
-	return rep, rep.Write(o.Artifacts)
+	return rep, WriteReport(rep, o.Artifacts)
+}
+
+// WriteReport writes report.json, junit.xml, summary.md and report.html.
+func WriteReport(rep *chaos.Report, dir string) error {
+	if err := rep.Write(dir); err != nil {
+		return err
+	}
+	_, err := htmlreport.Write(rep, dir)
+	return err
 }
 
 // RunScenario runs one scenario on a fresh cluster: the workload runs from

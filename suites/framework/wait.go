@@ -12,11 +12,27 @@ import (
 // (printed if the wait times out). An error ends the wait at once.
 type Condition func(ctx context.Context) (done bool, observed string, err error)
 
+// WaitObserver learns of every wait made through Poll with its context:
+// when it starts (done false) and when it ends (done true). A progress
+// display uses it to say what a long step is waiting for.
+type WaitObserver func(what string, started time.Time, done bool)
+
+type waitObserverKey struct{}
+
+// WithWaitObserver returns a context whose Polls report to obs.
+func WithWaitObserver(ctx context.Context, obs WaitObserver) context.Context {
+	return context.WithValue(ctx, waitObserverKey{}, obs)
+}
+
 // Poll waits until cond holds or ctx ends, checking every interval. On timeout
 // the error names what it waited for and the last thing it saw.
 func Poll(ctx context.Context, what string, interval time.Duration, cond Condition) error {
 	last := "nothing observed yet"
 	start := time.Now()
+	if obs, ok := ctx.Value(waitObserverKey{}).(WaitObserver); ok {
+		obs(what, start, false)
+		defer obs(what, start, true)
+	}
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		done, observed, err := cond(ctx)
 		if observed != "" && ctx.Err() == nil { // what fails because time ran out says nothing

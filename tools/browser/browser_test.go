@@ -30,7 +30,7 @@ func chromium(t *testing.T) string {
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
-func TestCheck(t *testing.T) {
+func TestBrowserCheck(t *testing.T) {
 	exe := chromium(t)
 
 	tests := []struct {
@@ -129,7 +129,7 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestCheckErrors(t *testing.T) {
+func TestBrowserCheckErrors(t *testing.T) {
 	exe := chromium(t)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "page.html")

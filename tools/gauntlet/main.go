@@ -1,209 +1,101 @@
-// Command gauntlet runs Gauntlet's chaos tier outside `go test`: against a
-// kind cluster it creates (from the images `make images node-image
-// chaos-images` built) or any cluster by kubeconfig, and writes a report
-// (report.json, junit.xml, summary.md, and a folder of evidence per failed
-// scenario).
+// Command gauntlet runs Gauntlet's chaos tier outside `go test` and reads
+// what it leaves behind.
 //
-//	gauntlet chaos [flags]        run the scenarios
-//	gauntlet chaos --list         list them with what each checks
+//	gauntlet run                   every scenario, from a bare machine to a report
+//	gauntlet list                  the scenarios and what each checks
+//	gauntlet report DIR            re-render a run's report.html (and summary, JUnit)
+//	gauntlet replay DIR SCENARIO   re-run one scenario of a run with its recorded seed
+//	gauntlet compare A B           two runs' figures side by side
+//	gauntlet completion SHELL      shell completion (bash, zsh, fish, powershell)
 //
 // Exit status: 0 when every scenario passed or was skipped for a stated
-// reason, 1 when one failed, 2 on bad usage.
+// reason, 1 when one failed or the run could not be made, 2 on bad usage.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"regexp"
-	"syscall"
-	"time"
+	"strings"
 
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/gauntlet-dev/gauntlet/chaos/install"
-	suite "github.com/gauntlet-dev/gauntlet/suites/chaos"
-	"github.com/gauntlet-dev/gauntlet/suites/e2e"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/spf13/cobra"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError is bad input: reported with the usage, exit status 2.
+// usageError is bad input: reported with a hint, exit status 2.
 type usageError struct{ error }
 
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// failedRun is a run that completed with a failed scenario: its summary was
+// printed, exit status 1.
+var errFailedRun = errors.New("a scenario failed")
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "chaos" {
-		_, _ = fmt.Fprintln(stderr, "usage: gauntlet chaos [flags] (gauntlet chaos -h for the flags)")
-		return 2
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(context.Background())
+	name := "gauntlet " + cmd.Name()
+	if cmd == root {
+		name = "gauntlet"
 	}
-	err := chaosCmd(args[1:], stdout, stderr)
 	var ue usageError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		_, _ = fmt.Fprintf(stderr, "gauntlet chaos: %v\n", err)
+	case errors.Is(err, errFailedRun):
+		return 1
+	case errors.As(err, &ue) || isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command"):
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		_, _ = fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return 2
 	default:
-		_, _ = fmt.Fprintf(stderr, "gauntlet chaos: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
 }
 
-type chaosFlags struct {
-	list                                bool
-	seed                                int64
-	scenarios, budgets, report          string
-	kubeconfig                          string
-	nodeImage, kindConfig               string
-	keep                                bool
-	operatorImage, etcdImage, etcdFrom  string
-	chaosController, chaosDaemon, pause string
-	timeout                             time.Duration
+// flagError marks errors cobra returns for bad flags and arguments.
+type flagError struct{ error }
+
+func isFlagError(err error) bool {
+	var fe flagError
+	return errors.As(err, &fe)
 }
 
-func parseChaosFlags(args []string, stderr io.Writer) (*chaosFlags, error) {
-	f := &chaosFlags{}
-	fs := flag.NewFlagSet("gauntlet chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.BoolVar(&f.list, "list", false, "list the scenarios and exit")
-	fs.Int64Var(&f.seed, "seed", -1, "seed for every choice of target and timing (default: from the clock, printed); replays a run")
-	fs.StringVar(&f.scenarios, "scenarios", "", "regexp selecting scenarios by name (default: all)")
-	fs.StringVar(&f.budgets, "budgets", "", "budget file (default: the built-in suites/chaos/budgets.yaml)")
-	fs.StringVar(&f.report, "report", "", "folder for the report (default: artifacts/chaos-<UTC time>)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (images must be pullable there)")
-	fs.StringVar(&f.nodeImage, "node-image", e2e.DefaultNodeImage, "kind node image")
-	fs.StringVar(&f.kindConfig, "kind-config", e2e.DefaultKindConfig, "kind cluster config")
-	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running")
-	fs.StringVar(&f.operatorImage, "operator-image", os.Getenv("OPERATOR_IMAGE"), "operator image (make images writes it to bin/images.env)")
-	fs.StringVar(&f.etcdImage, "etcd-image", e2e.DefaultEtcdImage, "etcd image the clusters run")
-	fs.StringVar(&f.etcdFrom, "etcd-upgrade-from", e2e.DefaultEtcdUpgradeFrom, "older etcd image the upgrade scenario starts from")
-	fs.StringVar(&f.chaosController, "chaos-controller-image", install.DefaultControllerImage, "Chaos Mesh controller-manager image")
-	fs.StringVar(&f.chaosDaemon, "chaos-daemon-image", install.DefaultDaemonImage, "Chaos Mesh chaos-daemon image")
-	fs.StringVar(&f.pause, "pause-image", install.DefaultPauseImage, "image pod-failure swaps in (must be on the nodes)")
-	fs.DurationVar(&f.timeout, "timeout", 60*time.Minute, "bound on the whole run")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gauntlet",
+		Short: "Chaos runs for Kubernetes operators, and the reports they leave",
+		Long: `gauntlet puts an operator under Chaos Mesh on a kind cluster (or any cluster by
+kubeconfig) while a workload runs against what it manages, and judges each
+scenario on the resource's conditions, the operator's metrics and the data.
+A run leaves report.html (open it in a browser), report.json, summary.md and
+junit.xml in its folder.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
-	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments %v", fs.Args())}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
+	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd())
+	for _, c := range root.Commands() {
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	}
-	if f.list {
-		return f, nil
-	}
-	if f.seed < -1 {
-		return nil, usageError{fmt.Errorf("--seed %d: want a non-negative integer", f.seed)}
-	}
-	if f.operatorImage == "" {
-		return nil, usageError{errors.New("--operator-image is required (or OPERATOR_IMAGE; make images writes it to bin/images.env)")}
-	}
-	if f.timeout <= 0 {
-		return nil, usageError{fmt.Errorf("--timeout %s: want a positive duration", f.timeout)}
-	}
-	if f.kubeconfig != "" {
-		if _, err := os.Stat(f.kubeconfig); err != nil {
-			return nil, usageError{fmt.Errorf("--kubeconfig: %w", err)}
-		}
-	} else {
-		if _, err := os.Stat(f.kindConfig); err != nil && !filepath.IsAbs(f.kindConfig) {
-			// A path relative to the repository, from anywhere in it.
-			f.kindConfig = framework.CRDPath(f.kindConfig)
-		}
-		if _, err := os.Stat(f.kindConfig); err != nil {
-			return nil, usageError{fmt.Errorf("--kind-config: %w", err)}
-		}
-	}
-	return f, nil
+	return root
 }
 
-func chaosCmd(args []string, stdout, stderr io.Writer) error {
-	f, err := parseChaosFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	if f.list {
-		for _, s := range suite.Scenarios {
-			_, _ = fmt.Fprintf(stdout, "%-50s %s\n", s.Name, s.Describe)
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return flagError{fmt.Errorf("want %d arguments (%v), got %d: %q", len(names), names, len(args), args)}
 		}
 		return nil
 	}
-	ro := suite.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000)}
-	if f.seed >= 0 {
-		ro.Seed = uint64(f.seed)
-	}
-	if f.scenarios != "" {
-		if ro.Match, err = regexp.Compile(f.scenarios); err != nil {
-			return usageError{fmt.Errorf("--scenarios: %w", err)}
-		}
-		if !matchesAny(ro.Match) {
-			return usageError{fmt.Errorf("--scenarios %q matches no scenario (see --list)", f.scenarios)}
-		}
-	}
-	if ro.Budgets, err = suite.LoadBudgets(f.budgets); err != nil {
-		return usageError{fmt.Errorf("--budgets: %w", err)}
-	}
-	ro.Artifacts = f.report
-	if ro.Artifacts == "" {
-		ro.Artifacts = filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
-	}
-
-	ctrl.SetLogger(zap.New(zap.WriteTo(stderr), zap.Level(zapcore.ErrorLevel)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-
-	o := suite.Options{
-		E2E: e2e.Options{
-			Cluster: framework.ClusterOptions{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
-				Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: stderr},
-			OperatorImage: f.operatorImage, EtcdImage: f.etcdImage, EtcdUpgradeFrom: f.etcdFrom, Log: stderr,
-		},
-		Chaos: install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
-	}
-	_, _ = fmt.Fprintf(stderr, "gauntlet chaos: seed %d (replay with --seed %d); report in %s\n", ro.Seed, ro.Seed, ro.Artifacts)
-	env, err := suite.Setup(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if terr := env.Teardown(); terr != nil {
-			_, _ = fmt.Fprintf(stderr, "gauntlet chaos: teardown: %v\n", terr)
-		}
-	}()
-	rep, err := env.RunAll(ctx, ro)
-	if rep != nil {
-		_, _ = fmt.Fprintln(stdout, rep.Summary())
-	}
-	if err != nil {
-		return err
-	}
-	if rep.Failed() {
-		return fmt.Errorf("a scenario failed: see %s", filepath.Join(ro.Artifacts, "summary.md"))
-	}
-	return nil
-}
-
-func matchesAny(re *regexp.Regexp) bool {
-	for _, n := range suite.Names() {
-		if re.MatchString(n) {
-			return true
-		}
-	}
-	return false
 }

@@ -2,44 +2,139 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
 )
 
+func gauntlet(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// recordedRun writes a small run's report.json into a folder.
+func recordedRun(t *testing.T, seed uint64, resume time.Duration) string {
+	t.Helper()
+	dir := t.TempDir()
+	rep := chaos.NewReport(seed, "kind-test")
+	rep.Results = []*chaos.Result{
+		{Run: &chaos.Run{Scenario: "leader-pod-kill", Seed: seed*1_000_003 + 0, Experiment: "PodChaos/pod-kill"},
+			Figures: chaos.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: resume,
+				LongestWriteGap: resume, Operations: 3000, Linearizable: "Ok"}},
+		{Run: &chaos.Run{Scenario: "leader-delay-100ms", Skipped: "the node kernel lacks netem"}},
+	}
+	if err := rep.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestUsageErrors(t *testing.T) {
+	run := recordedRun(t, 7, 2*time.Second)
 	cases := []struct {
 		args []string
 		want string
 	}{
-		{nil, "usage: gauntlet chaos"},
-		{[]string{"chaso"}, "usage: gauntlet chaos"},
-		{[]string{"chaos", "--seed", "-5", "--operator-image", "x"}, "--seed -5: want a non-negative integer"},
-		{[]string{"chaos", "--seed", "abc"}, "invalid value \"abc\""},
-		{[]string{"chaos"}, "--operator-image is required"},
-		{[]string{"chaos", "--operator-image", "x", "--scenarios", "("}, "--scenarios: error parsing regexp"},
-		{[]string{"chaos", "--operator-image", "x", "--scenarios", "no-such"}, `--scenarios "no-such" matches no scenario`},
-		{[]string{"chaos", "--operator-image", "x", "--budgets", "/nonexistent.yaml"}, "--budgets: open /nonexistent.yaml"},
-		{[]string{"chaos", "--operator-image", "x", "--kubeconfig", "/nonexistent"}, "--kubeconfig: stat /nonexistent"},
-		{[]string{"chaos", "--operator-image", "x", "--timeout", "0s"}, "--timeout 0s: want a positive duration"},
-		{[]string{"chaos", "--operator-image", "x", "extra"}, "unexpected arguments [extra]"},
+		{[]string{"chaso"}, `unknown command "chaso"`},
+		{[]string{"run", "--seed", "-5"}, "--seed -5: want a non-negative integer"},
+		{[]string{"run", "--seed", "abc"}, `invalid argument "abc"`},
+		{[]string{"run", "--scenario", "no-such"}, "--scenario \"no-such\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
+		{[]string{"run", "--scenario", "leader-[", "--operator-image", "x"}, "syntax error in pattern"},
+		{[]string{"run", "--budgets", "/nonexistent.yaml"}, "--budgets: open /nonexistent.yaml"},
+		{[]string{"run", "--kubeconfig", "/nonexistent"}, "--kubeconfig: stat /nonexistent"},
+		{[]string{"run", "--kind-config", "/nonexistent.yaml"}, "--kind-config: stat /nonexistent.yaml"},
+		{[]string{"run", "--timeout", "0s"}, "--timeout 0s: want a positive duration"},
+		{[]string{"run", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"run", "extra"}, `unknown command "extra" for "gauntlet run"`},
+		{[]string{"report"}, "want 1 arguments ([DIR]), got 0"},
+		{[]string{"report", "/nonexistent"}, "stat /nonexistent"},
+		{[]string{"report", t.TempDir()}, "is not a chaos run's folder"},
+		{[]string{"replay", run, "no-such"}, "has no scenario \"no-such\"; it ran:\n  leader-pod-kill\n  leader-delay-100ms"},
+		{[]string{"compare", run}, "want 2 arguments ([A B]), got 1"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			g := NewWithT(t)
-			var out, errb bytes.Buffer
-			code := run(c.args, &out, &errb)
-			g.Expect(code).To(Equal(2), errb.String())
-			g.Expect(errb.String()).To(ContainSubstring(c.want))
+			code, _, stderr := gauntlet(c.args...)
+			g.Expect(code).To(Equal(2), stderr)
+			g.Expect(stderr).To(ContainSubstring(c.want))
+			g.Expect(stderr).To(ContainSubstring("--help' for usage."))
 		})
 	}
 }
 
+func TestSelectScenarios(t *testing.T) {
+	g := NewWithT(t)
+	got, err := selectScenarios([]string{"*-partition", "leader-pod-kill", "minority-partition"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]string{"leader-pod-kill", "leader-partition", "minority-partition"}), "in the suite's order, once each")
+	all, err := selectScenarios(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(all).To(HaveLen(12))
+}
+
 func TestList(t *testing.T) {
 	g := NewWithT(t)
-	var out, errb bytes.Buffer
-	g.Expect(run([]string{"chaos", "--list"}, &out, &errb)).To(Equal(0), errb.String())
-	g.Expect(out.String()).To(And(ContainSubstring("leader-pod-kill"), ContainSubstring("upgrade-under-minority-pod-kill"),
+	code, out, stderr := gauntlet("list")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(And(ContainSubstring("leader-pod-kill"), ContainSubstring("upgrade-under-minority-pod-kill"),
 		ContainSubstring("leader-delay-100ms")))
+}
+
+func TestReportRerenders(t *testing.T) {
+	g := NewWithT(t)
+	dir := recordedRun(t, 7, 2*time.Second)
+	g.Expect(os.Remove(filepath.Join(dir, "summary.md"))).To(Succeed())
+	code, out, stderr := gauntlet("report", dir)
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(ContainSubstring("| leader-pod-kill | passed |"))
+	g.Expect(out).To(ContainSubstring("report: " + filepath.Join(dir, "report.html")))
+	for _, f := range []string{"report.html", "summary.md", "junit.xml"} {
+		g.Expect(filepath.Join(dir, f)).To(BeAnExistingFile())
+	}
+
+	// A report that does not match the schema is refused with where.
+	g.Expect(os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"apiVersion":"gauntlet.dev/v1alpha1","kind":"ChaosReport","seed":"x"}`), 0o644)).To(Succeed())
+	code, _, stderr = gauntlet("report", dir)
+	g.Expect(code).To(Equal(1))
+	g.Expect(stderr).To(ContainSubstring("report does not match schema"))
+	g.Expect(stderr).To(ContainSubstring("at '/seed'"))
+}
+
+func TestCompare(t *testing.T) {
+	g := NewWithT(t)
+	a, b := recordedRun(t, 7, 2*time.Second), recordedRun(t, 8, 3*time.Second)
+	code, out, stderr := gauntlet("compare", a, b)
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(MatchRegexp(`A \(seed 7\)\s+B \(seed 8\)`))
+	g.Expect(out).To(MatchRegexp(`writes resume\s+2s\s+3s\s+\+1s \(\+50%\)`))
+	g.Expect(out).To(MatchRegexp(`ops checked\s+3000\s+3000\s+=`))
+	g.Expect(out).To(MatchRegexp(`leader-delay-100ms\s+verdict\s+skipped\s+skipped\s+=`))
+}
+
+func TestChanges(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(durChange(2*time.Second, time.Second)).To(Equal("-1s (-50%)"))
+	g.Expect(durChange(-1, time.Second)).To(Equal("changed"), "never happened, then did")
+	g.Expect(durChange(-1, -1)).To(Equal("="))
+	g.Expect(durChange(0, time.Second)).To(Equal("+1s"))
+	g.Expect(numChange(0, 3)).To(Equal("+3"))
+	g.Expect(numChange(4, 3)).To(Equal("-1 (-25%)"))
+}
+
+func TestCompletion(t *testing.T) {
+	g := NewWithT(t)
+	code, out, stderr := gauntlet("completion", "bash")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(ContainSubstring("__start_gauntlet"))
+	code, out, _ = gauntlet("__complete", "run", "--scenario", "leader-")
+	g.Expect(code).To(Equal(0))
+	g.Expect(out).To(ContainSubstring("leader-partition"), "scenario names complete")
 }

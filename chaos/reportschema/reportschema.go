@@ -1,0 +1,56 @@
+// Package reportschema holds the JSON Schema of a chaos run's report.json
+// (chaos.Report) and validates reports against it. The schema is generated
+// from the Go types (go test ./chaos/reportschema -update) and checked in as
+// report.schema.json; a test fails when the two drift apart.
+package reportschema
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ID is the schema's $id.
+const ID = "https://gauntlet.dev/schemas/chaos-report-v1alpha1.json"
+
+// Schema is report.schema.json.
+//
+//go:embed report.schema.json
+var Schema []byte
+
+var compiled = func() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+	if err != nil {
+		panic(fmt.Sprintf("reportschema: report.schema.json: %v", err))
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(ID, doc); err != nil {
+		panic(fmt.Sprintf("reportschema: %v", err))
+	}
+	return c.MustCompile(ID)
+}()
+
+// Validate checks a report.json document against the schema; the error
+// names every place that does not conform.
+func Validate(data []byte) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if err := compiled.Validate(doc); err != nil {
+		return fmt.Errorf("report does not match schema %s: %w", ID, err)
+	}
+	return nil
+}
+
+// ValidateValue marshals v and validates it.
+func ValidateValue(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return Validate(b)
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// repoRoot is the Gauntlet checkout around the working directory (its
+// Makefile builds the images), or "" outside one.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if strings.HasPrefix(string(b), "module github.com/gauntlet-dev/gauntlet\n") {
+				if _, err := os.Stat(filepath.Join(d, "tools", "images")); err == nil {
+					return d
+				}
+			}
+			return ""
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// prepareImages makes sure a Docker engine answers and every image the run
+// loads into kind is present: inside a Gauntlet checkout it builds what is
+// missing (each build step reuses what exists) and takes the image names the
+// builds wrote; elsewhere it names what is missing. An existing cluster
+// (--kubeconfig) pulls its images itself: nothing to do here.
+func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
+	root := repoRoot()
+	if f.kubeconfig != "" {
+		if f.operatorImage == "" {
+			env, err := readEnvFile(filepath.Join(root, "bin", "images.env"))
+			if err != nil || env["OPERATOR_IMAGE"] == "" {
+				return usagef("--operator-image is required: no bin/images.env (make images writes it)")
+			}
+			f.operatorImage = env["OPERATOR_IMAGE"]
+		}
+		return nil
+	}
+	prog.Phase("Docker engine")
+	if err := exec.CommandContext(ctx, "docker", "info").Run(); err != nil {
+		if root == "" {
+			return fmt.Errorf("no Docker engine answers (docker info: %w); start one, or run from a Gauntlet checkout, whose ci/docker-engine.sh installs and starts Debian's", err)
+		}
+		if err := prog.Command(ctx, root, "ci/docker-engine.sh"); err != nil {
+			return fmt.Errorf("starting a Docker engine: %w", err)
+		}
+	}
+	prog.Done()
+	if root != "" && f.buildImages {
+		prog.Phase("images")
+		targets := []string{"images", "chaos-images"}
+		if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
+			targets = append(targets, "node-image", "KIND_NODE_VERSION="+strings.TrimPrefix(f.nodeImage[strings.LastIndex(f.nodeImage, ":"):], ":"))
+		}
+		if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
+			return fmt.Errorf("building the images: %w", err)
+		}
+		prog.Done()
+	}
+	if root != "" {
+		if err := imagesFromBuild(root, f); err != nil {
+			return err
+		}
+	}
+	if f.operatorImage == "" {
+		return usagef("--operator-image is required (make images writes it to bin/images.env)")
+	}
+	var missing []string
+	for _, img := range []string{f.nodeImage, f.operatorImage, f.etcdImage, f.etcdFrom, f.chaosController, f.chaosDaemon} {
+		if strings.HasPrefix(img, "kindest/") {
+			continue // kind pulls its upstream node images itself
+		}
+		if err := exec.CommandContext(ctx, "docker", "image", "inspect", img).Run(); err != nil {
+			missing = append(missing, img)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("images missing from the Docker engine: %s (in a Gauntlet checkout, gauntlet run --build-images builds them)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// imagesFromBuild takes the operator and Chaos Mesh image names that the
+// builds wrote, for the flags left at their defaults.
+func imagesFromBuild(root string, f *runFlags) error {
+	if f.operatorImage == "" {
+		if env, err := readEnvFile(filepath.Join(root, "bin", "images.env")); err == nil {
+			f.operatorImage = env["OPERATOR_IMAGE"]
+		}
+	}
+	env, err := readEnvFile(filepath.Join(root, "bin", "chaos-mesh", "images.env"))
+	if err != nil {
+		return nil // built elsewhere: the flags say
+	}
+	if v := env["CHAOS_CONTROLLER_IMAGE"]; v != "" && os.Getenv("CHAOS_CONTROLLER_IMAGE") == "" {
+		f.chaosController = v
+	}
+	if v := env["CHAOS_DAEMON_IMAGE"]; v != "" && os.Getenv("CHAOS_DAEMON_IMAGE") == "" {
+		f.chaosDaemon = v
+	}
+	return nil
+}
+
+// readEnvFile reads KEY=VALUE lines.
+func readEnvFile(path string) (map[string]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = fh.Close() }()
+	out := map[string]string{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out, sc.Err()
+}
