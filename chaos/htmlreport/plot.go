@@ -198,6 +198,10 @@ func conditionTypes(tl []chaos.Sample) []string {
 	return append(out, rest...)
 }
 
+// maxLaneLabel bounds a pod's name on its lane, so that a long generated
+// name does not squeeze every panel of the timeline.
+const maxLaneLabel = 16
+
 // podGlyphs draws each kind of pod event.
 var podGlyphs = []struct {
 	event string
@@ -223,12 +227,18 @@ func podsPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot
 	short := make([]string, len(names))
 	for i, n := range names {
 		_, short[i], _ = strings.Cut(n, "/")
+		if r := []rune(short[i]); len(r) > maxLaneLabel {
+			short[i] = "…" + string(r[len(r)-maxLaneLabel+1:])
+		}
 	}
-	for _, g := range podGlyphs {
+	for k, g := range podGlyphs {
+		// Each kind sits a little above or below the lane, so that a pod
+		// deleted and created within one sample shows both.
+		dy := (float64(k) - float64(len(podGlyphs)-1)/2) * 0.12
 		var xys plotter.XYs
 		for _, e := range s.Pods {
 			if e.Event == g.event {
-				xys = append(xys, plotter.XY{X: sec(e.At), Y: float64(slices.Index(names, e.Pod))})
+				xys = append(xys, plotter.XY{X: sec(e.At), Y: float64(slices.Index(names, e.Pod)) + dy})
 			}
 		}
 		sc, err := plotter.NewScatter(xys)
@@ -275,19 +285,28 @@ func workloadPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *
 func latencyPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot.Plot {
 	p.Title.Text = "latency (ms) of the operations that completed in each bucket: median (dark), max (light)"
 	x := func(i int) float64 { return sec(s.Start) + float64(i)*float64(s.BucketMillis)/1000 }
+	// A bucket where nothing completed has no latency: each run of
+	// buckets that have one is its own line, so a stall shows as a gap.
 	add := func(vals []float64, c color.Color, w vg.Length) {
-		var xys plotter.XYs
-		for i, v := range vals {
-			if v > 0 {
-				xys = append(xys, plotter.XY{X: x(i), Y: v})
+		var run plotter.XYs
+		flush := func() {
+			if len(run) == 1 {
+				run = append(run, plotter.XY{X: run[0].X + float64(s.BucketMillis)/1000, Y: run[0].Y})
 			}
+			if l, err := plotter.NewLine(run); err == nil && len(run) > 0 {
+				l.Color, l.Width = c, w
+				p.Add(l)
+			}
+			run = nil
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return
+		for i, v := range vals {
+			if v <= 0 {
+				flush()
+				continue
+			}
+			run = append(run, plotter.XY{X: x(i), Y: v})
 		}
-		l.Color, l.Width = c, w
-		p.Add(l)
+		flush()
 	}
 	add(s.LatencyMaxMillis, colLatMax, vg.Points(1))
 	add(s.LatencyP50Millis, colLatency, vg.Points(1))

@@ -58,6 +58,25 @@ func TestSchemaMatchesTheGoTypes(t *testing.T) {
 		"report.schema.json is stale: run go test ./chaos/reportschema -update and commit it")
 }
 
+func TestRecordedRunsValidate(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/reports/*.json")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(files).NotTo(BeEmpty(), "the recorded runs in fixtures/reports")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			g := NewWithT(t)
+			b, err := os.ReadFile(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			if err := Validate(b); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := chaos.ReadReport(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rep.Results).NotTo(BeEmpty())
+		})
+	}
+}
+
 func TestAWrittenReportValidates(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()

@@ -14,8 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -33,7 +35,7 @@ type runFlags struct {
 	budgets, report                     string
 	kubeconfig                          string
 	nodeImage, kindConfig               string
-	keep, buildImages                   bool
+	keep, buildImages, verbose          bool
 	operatorImage, etcdImage, etcdFrom  string
 	chaosController, chaosDaemon, pause string
 	timeout                             time.Duration
@@ -54,6 +56,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.nodeImage, "node-image", e2e.Getenv("GAUNTLET_NODE_IMAGE", e2e.DefaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
 	fs.StringVar(&f.kindConfig, "kind-config", e2e.Getenv("GAUNTLET_KIND_CONFIG", e2e.DefaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.StringVar(&f.operatorImage, "operator-image", os.Getenv("OPERATOR_IMAGE"), "operator image (default: the one make images wrote to bin/images.env)")
 	fs.StringVar(&f.etcdImage, "etcd-image", e2e.Getenv("ETCD_IMAGE", e2e.DefaultEtcdImage), "etcd image the clusters run")
@@ -166,6 +169,11 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	prog := newProgress(stderr)
 	defer prog.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(prog), zap.Level(zapcore.ErrorLevel)))
+	if !f.verbose {
+		// client-go reports every port-forward a killed pod breaks: expected
+		// under chaos, and noise in a run's progress.
+		klog.SetLogger(logr.Discard())
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)

@@ -1,0 +1,68 @@
+package htmlreport
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/tools/browser"
+)
+
+// TestBrowserRecordedRun renders the report of a real run (its report.json
+// is checked in under fixtures/reports) and opens it in headless Chromium:
+// one timeline per scenario that ran, the summary and check tables, no
+// console error, no request outside the file. The screenshot lands in
+// $ARTIFACTS/report-screenshot.png for a person to look at.
+func TestBrowserRecordedRun(t *testing.T) {
+	exe, err := browser.FindChromium()
+	if err != nil {
+		if os.Getenv("GAUNTLET_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("GAUNTLET_REQUIRE_BROWSER=1 but %v", err)
+		}
+		t.Skip("no Chromium: run ci/chromium.sh (Debian's chromium), as make test-report does")
+	}
+	files, err := filepath.Glob("../../fixtures/reports/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded run in fixtures/reports (%v)", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			g := NewWithT(t)
+			rep, err := chaos.ReadReport(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			ran := 0
+			for _, r := range rep.Results {
+				if r.Verdict() != chaos.Skipped {
+					ran++
+				}
+			}
+			g.Expect(ran).To(BeNumerically(">", 0))
+			dir := t.TempDir()
+			page, err := Write(rep, dir)
+			g.Expect(err).NotTo(HaveOccurred())
+
+			artifacts := os.Getenv("ARTIFACTS")
+			if artifacts == "" {
+				artifacts = "../../artifacts"
+			}
+			shot := filepath.Join(artifacts, "report-screenshot.png")
+			res, err := browser.Check(t.Context(), page, browser.Options{Exec: exe, Width: 1400, Height: 1600, Screenshot: shot,
+				Count: []string{"section.scenario .plot svg", "#summary tbody tr", "table.checks", "#tally span"}})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.ConsoleErrors).To(BeEmpty())
+			g.Expect(res.Requests).To(BeEmpty(), "the report is self-contained")
+			g.Expect(res.Title).To(ContainSubstring("Gauntlet chaos run"))
+			g.Expect(res.Counts).To(Equal(map[string]int{
+				"section.scenario .plot svg": ran,
+				"#summary tbody tr":          len(rep.Results),
+				"table.checks":               ran,
+				"#tally span":                3,
+			}))
+			g.Expect(shot).To(BeAnExistingFile())
+			t.Logf("screenshot: %s", shot)
+		})
+	}
+}
