@@ -6,6 +6,7 @@
 //	gauntlet report DIR            re-render a run's report.html (and summary, JUnit)
 //	gauntlet replay DIR SCENARIO   re-run one scenario of a run with its recorded seed
 //	gauntlet compare A B           two runs' figures side by side
+//	gauntlet validate -f PATH      check scenario files without a cluster
 //	gauntlet completion SHELL      shell completion (bash, zsh, fish, powershell)
 //
 // Exit status: 0 when every scenario passed or was skipped for a stated
@@ -48,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errFailedRun):
+	case errors.Is(err, errFailedRun), errors.Is(err, errInvalidFiles):
 		return 1
 	case errors.As(err, &ue) || isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command"):
 		_, _ = fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -83,7 +84,7 @@ junit.xml in its folder.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
-	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd())
+	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd(), newValidateCmd())
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	}

@@ -138,3 +138,21 @@ func TestCompletion(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(out).To(ContainSubstring("leader-partition"), "scenario names complete")
 }
+
+func TestValidate(t *testing.T) {
+	g := NewWithT(t)
+	code, out, stderr := gauntlet("validate", "-f", "../../chaos/scenario/testdata/reference")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(ContainSubstring("valid: operator databasecluster-operator"))
+	g.Expect(out).To(ContainSubstring("leader-partition (../../chaos/scenario/testdata/reference/leader-partition.yaml): partition on leader"))
+
+	code, _, stderr = gauntlet("validate", "-f", "../../fixtures/scenarios/invalid/unknown-field.yaml,../../fixtures/scenarios/invalid/bad-duration.yaml")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stderr).To(ContainSubstring(`unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`))
+	g.Expect(stderr).To(ContainSubstring(`bad-duration.yaml:30: spec.fault.hold: "20 seconds" is not a duration`))
+	g.Expect(stderr).To(ContainSubstring("2 mistakes"))
+
+	code, _, stderr = gauntlet("validate")
+	g.Expect(code).To(Equal(2))
+	g.Expect(stderr).To(ContainSubstring("-f is required"))
+}

@@ -1,0 +1,285 @@
+// Package scenario is the file format of a chaos scenario: what operator to
+// deploy, the custom resource under test, named roles that pick the
+// fault's targets, the fault, an optional workload, and the assertions that
+// judge the run. Files are YAML, versioned (apiVersion gauntlet.dev/v1alpha1)
+// and strict: an unknown field, a missing one or a value the engine could
+// not run is refused by Load with the file, line and field path of each
+// mistake, before any cluster is touched.
+//
+// The package reads and checks files; it imports no test suite and no
+// operator, so an operator author can use it alone.
+package scenario
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIVersion is the version of every kind in this package.
+const APIVersion = "gauntlet.dev/v1alpha1"
+
+// Kinds of file.
+const (
+	KindScenario = "Scenario"
+	KindOperator = "Operator"
+)
+
+// Operator is how to deploy the operator under test (kind: Operator). A
+// directory of scenarios holds one, shared by its scenarios.
+type Operator struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   Metadata     `json:"metadata"`
+	Spec       OperatorSpec `json:"spec"`
+}
+
+// OperatorSpec deploys the operator and says how to find and scrape it.
+type OperatorSpec struct {
+	// Variables are ${NAME} substitutions in this spec and the manifests,
+	// with their defaults; the environment and --set override them.
+	Variables map[string]string `json:"variables,omitempty"`
+	// Kustomize is a kustomization directory, relative to this file.
+	Kustomize string `json:"kustomize,omitempty"`
+	// Manifests are YAML files applied in order, relative to this file
+	// (instead of Kustomize).
+	Manifests []string `json:"manifests,omitempty"`
+	// Images are loaded into a kind cluster before the deploy; Image
+	// replaces the manifests' image named there.
+	Images []Image `json:"images,omitempty"`
+	// Namespace is where the operator's pods run.
+	Namespace string `json:"namespace"`
+	// Selector selects the operator's pods in Namespace.
+	Selector map[string]string `json:"selector"`
+	// Metrics is where the operator serves Prometheus metrics.
+	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// Image is an image to load, and the name in the manifests it replaces.
+type Image struct {
+	// Name is the image to load (variables allowed, e.g. ${OPERATOR_IMAGE}).
+	Name string `json:"name"`
+	// Replaces is the image name in the manifests to swap for Name.
+	Replaces string `json:"replaces,omitempty"`
+}
+
+// Metrics locates the operator's metrics endpoint on its pods.
+type Metrics struct {
+	Port int32  `json:"port"`
+	Path string `json:"path,omitempty"` // default /metrics
+	// Controller is the controller-runtime controller whose reconcile
+	// counters the report draws.
+	Controller string `json:"controller,omitempty"`
+}
+
+// Metadata names a file's object.
+type Metadata struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// Scenario is one chaos scenario (kind: Scenario).
+type Scenario struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   Metadata     `json:"metadata"`
+	Spec       ScenarioSpec `json:"spec"`
+}
+
+// ScenarioSpec is the resource, its roles, the fault and the judgement.
+type ScenarioSpec struct {
+	// Variables are ${NAME} substitutions in every string of the scenario
+	// and its manifests, with their defaults; the environment and --set
+	// override them.
+	Variables map[string]string `json:"variables,omitempty"`
+	// Resource is the custom resource under test, created fresh for the
+	// scenario in a namespace of its own.
+	Resource Resource `json:"resource"`
+	// Roles name sets of pods (or the API server) that the fault, the
+	// actions and the workload refer to.
+	Roles map[string]Role `json:"roles,omitempty"`
+	// Fault is the Chaos Mesh experiment.
+	Fault Fault `json:"fault"`
+	// During are actions taken once the fault is injected.
+	During []Action `json:"during,omitempty"`
+	// Workload runs from before the fault until the resource converged.
+	Workload *Workload `json:"workload,omitempty"`
+	// Assertions judge the run.
+	Assertions Assertions `json:"assertions"`
+}
+
+// Resource is the custom resource under test.
+type Resource struct {
+	// Manifest is a YAML file holding the object, relative to the scenario.
+	Manifest string `json:"manifest"`
+	// Converged are CEL expressions over the object (as self) that must all
+	// hold for it to count as converged, before the fault and after it.
+	Converged []string `json:"converged"`
+	// ConvergeWithin bounds each wait for convergence (default 5m).
+	ConvergeWithin metav1.Duration `json:"convergeWithin,omitempty"`
+}
+
+// Role picks pods. Exactly one of Pods, From, Operator and APIServer is set.
+type Role struct {
+	// Pods selects pods by label in the resource's namespace.
+	Pods map[string]string `json:"pods,omitempty"`
+	// From narrows another role's pods.
+	From string `json:"from,omitempty"`
+	// Exclude removes the pods of other roles.
+	Exclude []string `json:"exclude,omitempty"`
+	// Probe keeps the pods whose probe answers as expected (the leader).
+	Probe *Probe `json:"probe,omitempty"`
+	// Pick chooses, with the seed, one of: all (default), one, minority
+	// (the most members whose loss leaves a quorum of the whole set), or a
+	// count such as "2".
+	Pick string `json:"pick,omitempty"`
+	// Operator is the operator's pods.
+	Operator bool `json:"operator,omitempty"`
+	// APIServer is the operator's path to the API server: its Service and
+	// endpoint addresses (a partition peer only).
+	APIServer bool `json:"apiServer,omitempty"`
+}
+
+// Probe asks each pod a question over HTTP through a port-forward.
+type Probe struct {
+	Port int32  `json:"port"`
+	Path string `json:"path"`
+	// Contains is what the answer's body must contain.
+	Contains string `json:"contains"`
+}
+
+// Fault actions.
+const (
+	ActionPodKill       = "pod-kill"
+	ActionContainerKill = "container-kill"
+	ActionPodFailure    = "pod-failure"
+	ActionPartition     = "partition"
+	ActionBandwidth     = "bandwidth"
+	ActionDelay         = "delay"
+	ActionLoss          = "loss"
+)
+
+// Actions lists every fault action, in the docs' order.
+var Actions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss}
+
+// Fault is one Chaos Mesh experiment on a role's pods.
+type Fault struct {
+	Action string `json:"action"`
+	// Target is the role whose pods the fault hits.
+	Target string `json:"target"`
+	// Peer is the other side of a partition: a role of pods, or a role
+	// with apiServer.
+	Peer string `json:"peer,omitempty"`
+	// Container is the container a container-kill kills.
+	Container string `json:"container,omitempty"`
+	// Rate is a bandwidth limit, such as 1mbps.
+	Rate string `json:"rate,omitempty"`
+	// Latency is a delay's added latency.
+	Latency metav1.Duration `json:"latency,omitempty"`
+	// LossPercent is a loss's share of packets dropped (1-100).
+	LossPercent int `json:"lossPercent,omitempty"`
+	// Hold is how long the fault stays injected (default 20s).
+	Hold metav1.Duration `json:"hold,omitempty"`
+}
+
+// Action is a step taken while the fault holds. Exactly one field is set.
+type Action struct {
+	// Patch is a JSON merge patch applied to the resource.
+	Patch map[string]any `json:"patch,omitempty"`
+	// DeletePods deletes a role's pods (and their claims when asked).
+	DeletePods *DeletePods `json:"deletePods,omitempty"`
+}
+
+// DeletePods deletes the pods of a role.
+type DeletePods struct {
+	Role string `json:"role"`
+	// WithClaims also deletes each pod's PersistentVolumeClaims, so that
+	// the pod comes back with an empty volume.
+	WithClaims bool `json:"withClaims,omitempty"`
+}
+
+// Workload kinds.
+const (
+	WorkloadEtcdKV  = "etcd-kv"
+	WorkloadCommand = "command"
+)
+
+// Workload is the load run during the scenario, and its own verdict.
+type Workload struct {
+	// Kind is etcd-kv (the key-value ledger: no acknowledged write lost, a
+	// linearizable history) or command (a command in a pod; exit 0 passes).
+	Kind string `json:"kind"`
+	// Endpoints are where etcd-kv connects: a role's pods on a port.
+	Endpoints *Endpoints `json:"endpoints,omitempty"`
+	// Clients and Keys shape etcd-kv (defaults 4 and 8).
+	Clients int `json:"clients,omitempty"`
+	Keys    int `json:"keys,omitempty"`
+	// Command runs in the first pod of a role (kind command).
+	Command *Command `json:"command,omitempty"`
+}
+
+// Endpoints are a role's pods on a port.
+type Endpoints struct {
+	Role string `json:"role"`
+	Port int32  `json:"port"`
+}
+
+// Command is run with exec in a pod of Role.
+type Command struct {
+	Role      string   `json:"role"`
+	Container string   `json:"container,omitempty"`
+	Command   []string `json:"command"`
+}
+
+// Moments a condition assertion counts from.
+const (
+	FromRequested = "requested" // the chaos object was created
+	FromInjected  = "injected"  // Chaos Mesh reported every target injected
+	FromHealed    = "healed"    // every target recovered, the object gone
+)
+
+// Assertions judge a run. The workload's data checks and the absence of
+// reconcile panics are always judged when the operator's metrics are known.
+type Assertions struct {
+	Conditions []ConditionAssertion `json:"conditions,omitempty"`
+	Metrics    []MetricAssertion    `json:"metrics,omitempty"`
+	// OperatorRestarts is how many operator restarts are allowed (default
+	// 0; the fault may kill it).
+	OperatorRestarts int `json:"operatorRestarts,omitempty"`
+	// StableFor is how long the resource's owned objects must keep their
+	// resourceVersions once converged (default 10s; 0s turns it off).
+	StableFor *metav1.Duration `json:"stableFor,omitempty"`
+	// Workload bounds the workload's figures.
+	Workload *WorkloadAssertions `json:"workload,omitempty"`
+}
+
+// ConditionAssertion is a condition of the resource that must turn up in
+// time (Status within Within of After), or that must never be Never while
+// the fault holds. Type names a status condition; CEL is an expression over
+// the object instead.
+type ConditionAssertion struct {
+	Type   string          `json:"type,omitempty"`
+	CEL    string          `json:"cel,omitempty"`
+	Status string          `json:"status,omitempty"`
+	Within metav1.Duration `json:"within,omitempty"`
+	After  string          `json:"after,omitempty"`
+	// Never is a status the condition must not take from injection to heal.
+	Never string `json:"never,omitempty"`
+}
+
+// MetricAssertion bounds an operator metric, summed over the series that
+// carry Labels: its rise over the run (MaxIncrease), or its value after the
+// heal (EqualsAfter).
+type MetricAssertion struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	MaxIncrease *float64          `json:"maxIncrease,omitempty"`
+	EqualsAfter *float64          `json:"equalsAfter,omitempty"`
+}
+
+// WorkloadAssertions bound the workload's figures.
+type WorkloadAssertions struct {
+	// WritesResumeWithin: writes acknowledged again within this long of
+	// the fault's request.
+	WritesResumeWithin metav1.Duration `json:"writesResumeWithin,omitempty"`
+	// MinOperations is the least number of operations checked.
+	MinOperations int `json:"minOperations,omitempty"`
+}
