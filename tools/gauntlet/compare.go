@@ -58,8 +58,8 @@ var compared = []figure{
 // compare writes, for every scenario of either run, a row per figure: A, B
 // and the change.
 func compare(w io.Writer, a, b *chaos.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	_, _ = fmt.Fprintf(tw, "scenario\tfigure\tA (seed %d)\tB (seed %d)\tchange\t\n", a.Seed, b.Seed)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintf(tw, "scenario\tfigure\tA (seed %d)\tB (seed %d)\tchange\n", a.Seed, b.Seed)
 	var names []string
 	for _, r := range append(slices.Clone(a.Results), b.Results...) {
 		if !slices.Contains(names, r.Scenario) {
@@ -68,7 +68,14 @@ func compare(w io.Writer, a, b *chaos.Report) error {
 	}
 	for _, name := range names {
 		ra, rb := a.Result(name), b.Result(name)
-		_, _ = fmt.Fprintf(tw, "%s\tverdict\t%s\t%s\t%s\t\n", name, verdict(ra), verdict(rb), sameOr(verdict(ra), verdict(rb)))
+		change := sameOr(verdict(ra), verdict(rb))
+		switch {
+		case ra == nil:
+			change = "only in B"
+		case rb == nil:
+			change = "only in A"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\tverdict\t%s\t%s\t%s\n", name, verdict(ra), verdict(rb), change)
 		if !ran(ra) || !ran(rb) {
 			continue
 		}
@@ -77,12 +84,12 @@ func compare(w io.Writer, a, b *chaos.Report) error {
 			switch {
 			case f.dur != nil:
 				da, db := f.dur(fa), f.dur(fb)
-				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t\n", f.name, roundDur(da), roundDur(db), durChange(da, db))
+				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, roundDur(da), roundDur(db), durChange(da, db))
 			case f.num != nil:
 				na, nb := f.num(fa), f.num(fb)
-				_, _ = fmt.Fprintf(tw, "\t%s\t%v\t%v\t%s\t\n", f.name, na, nb, numChange(na, nb))
+				_, _ = fmt.Fprintf(tw, "\t%s\t%v\t%v\t%s\n", f.name, na, nb, numChange(na, nb))
 			default:
-				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t\n", f.name, f.text(fa), f.text(fb), sameOr(f.text(fa), f.text(fb)))
+				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, f.text(fa), f.text(fb), sameOr(f.text(fa), f.text(fb)))
 			}
 		}
 	}

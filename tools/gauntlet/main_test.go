@@ -117,6 +117,15 @@ func TestCompare(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`writes resume\s+2s\s+3s\s+\+1s \(\+50%\)`))
 	g.Expect(out).To(MatchRegexp(`ops checked\s+3000\s+3000\s+=`))
 	g.Expect(out).To(MatchRegexp(`leader-delay-100ms\s+verdict\s+skipped\s+skipped\s+=`))
+
+	one := recordedRun(t, 9, time.Second)
+	rep, err := chaos.ReadReport(one)
+	g.Expect(err).NotTo(HaveOccurred())
+	rep.Results = rep.Results[:1]
+	g.Expect(rep.Write(one)).To(Succeed())
+	code, out, stderr = gauntlet("compare", a, one)
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(out).To(MatchRegexp(`leader-delay-100ms\s+verdict\s+skipped\s+absent\s+only in A`))
 }
 
 func TestChanges(t *testing.T) {
