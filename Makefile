@@ -200,14 +200,14 @@ test-e2e-smoke: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E smoke: engine, imag
 CHAOS_ENV = $(E2E_ENV) env $$(cat $(BIN)/chaos-mesh/images.env)
 
 .PHONY: test-chaos
-test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier: Chaos Mesh on kind, every scenario under load; report in artifacts/chaos-<time>/ (GAUNTLET_CHAOS_SEED replays, GAUNTLET_CHAOS_SCENARIOS selects).
+test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier under go test: the reference operator's scenario files (suites/chaos/scenarios) through the engine on kind; report in artifacts/chaos-<time>/ (GAUNTLET_CHAOS_SEED replays, GAUNTLET_CHAOS_SCENARIOS=a,b selects).
 	@mkdir -p $(ARTIFACTS)
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos.xml -- -count=1 -timeout 60m -tags e2e -run '^TestChaos$$' ./suites/chaos
 
 BUG ?= impatient-roll
 
 .PHONY: test-chaos-bug
-test-chaos-bug: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Show the chaos tier catches a real bug: the operator built with -tags gauntlet_bugs and --bug=$(BUG) must fail its scenario.
+test-chaos-bug: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Show the chaos tier catches a real bug: the operator built with -tags gauntlet_bugs and --bug=$(BUG) must fail its scenario file.
 	CGO_ENABLED=0 go build -trimpath -tags gauntlet_bugs -o $(BIN)/manager-bugs ./operator/cmd
 	@tag=bugs-$$(sha256sum $(BIN)/manager-bugs | cut -c1-12); \
 	  MANAGER_BIN=$(BIN)/manager-bugs tools/images/build.sh operator $$tag && \

@@ -107,22 +107,6 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func TestParseBudgets(t *testing.T) {
-	g := NewWithT(t)
-	b, err := ParseBudgets([]byte("defaults: {availableWithin: 2m}\nscenarios:\n  a: {degradedWithin: 30s, operatorRestarts: 1}\n"), "test", []string{"a", "b"})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(b.For("a").DegradedWithin.Duration).To(Equal(30 * time.Second))
-	g.Expect(b.For("a").OperatorRestarts).To(Equal(1))
-	g.Expect(b.For("b").AvailableWithin.Duration).To(Equal(2 * time.Minute))
-
-	_, err = ParseBudgets([]byte("scenarios:\n  typo: {}\n"), "test", []string{"a"})
-	g.Expect(err).To(MatchError(ContainSubstring(`unknown scenario "typo"`)))
-	_, err = ParseBudgets([]byte("defaults: {availableWithn: 2m}\n"), "test", []string{"a"})
-	g.Expect(err).To(MatchError(ContainSubstring("availableWithn")))
-	_, err = ParseBudgets([]byte("defaults: {availableWithin: soon}\n"), "test", nil)
-	g.Expect(err).To(HaveOccurred())
-}
-
 func sample(tl *Timeline, at time.Time, conds map[string]string) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	var list []any

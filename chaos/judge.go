@@ -2,13 +2,10 @@ package chaos
 
 import (
 	"fmt"
-	"os"
-	"slices"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
@@ -38,46 +35,6 @@ type Budget struct {
 	MinOperations int `json:"minOperations,omitempty"`
 }
 
-// Budgets is the budget file: defaults, then per-scenario overrides of
-// whole budgets.
-type Budgets struct {
-	Defaults  Budget            `json:"defaults"`
-	Scenarios map[string]Budget `json:"scenarios"`
-}
-
-// LoadBudgets reads a budget file (see ParseBudgets).
-func LoadBudgets(path string, known []string) (*Budgets, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseBudgets(b, path, known)
-}
-
-// ParseBudgets parses a budget file; unknown fields are errors, and every
-// scenario named must be in known, so that a typo cannot silently fall back
-// to the defaults. source names the data in errors.
-func ParseBudgets(data []byte, source string, known []string) (*Budgets, error) {
-	out := &Budgets{}
-	if err := yaml.UnmarshalStrict(data, out); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
-	for name := range out.Scenarios {
-		if !slices.Contains(known, name) {
-			return nil, fmt.Errorf("%s: budget for unknown scenario %q (known: %v)", source, name, known)
-		}
-	}
-	return out, nil
-}
-
-// For returns the scenario's budget, or the defaults.
-func (b *Budgets) For(name string) Budget {
-	if s, ok := b.Scenarios[name]; ok {
-		return s
-	}
-	return b.Defaults
-}
-
 // Figures are what a scenario measured. Durations are -1 when the event
 // never happened.
 type Figures struct {
@@ -101,6 +58,9 @@ type Figures struct {
 // Check is one judged figure: what was measured, what the budget allows,
 // and, when it is over, the violation in words.
 type Check struct {
+	// Kind groups checks: condition, workload, operator (empty for the
+	// figure-and-budget checks of Checks).
+	Kind   string `json:"kind,omitempty"`
 	Name   string `json:"name"`
 	Value  string `json:"value"`
 	Budget string `json:"budget"` // "not judged" when the budget leaves it open
@@ -117,8 +77,8 @@ const notJudged = "not judged"
 // Checks compares every figure with its budget, in the report's order.
 func Checks(f Figures, b Budget) []Check {
 	var out []Check
-	within := func(name, what string, d time.Duration, limit metav1.Duration) {
-		c := Check{Name: name, Value: ms(d), Budget: notJudged}
+	within := func(kind, name, what string, d time.Duration, limit metav1.Duration) {
+		c := Check{Kind: kind, Name: name, Value: ms(d), Budget: notJudged}
 		if limit.Duration != 0 {
 			c.Budget = "≤ " + limit.Duration.String()
 		}
@@ -131,11 +91,11 @@ func Checks(f Figures, b Budget) []Check {
 		}
 		out = append(out, c)
 	}
-	within("Degraded=True after the fault", "time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
-	within("Available=True after the heal", "time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
-	within("writes resume after the fault", "time until writes resumed after the fault", f.WritesResumeAfter, b.WritesResumeWithin)
+	within("condition", "Degraded=True after the fault", "time to Degraded=True after the injection", f.TimeToDegraded, b.DegradedWithin)
+	within("condition", "Available=True after the heal", "time to Available=True after the heal", f.TimeToAvailable, b.AvailableWithin)
+	within("workload", "writes resume after the fault", "time until writes resumed after the fault", f.WritesResumeAfter, b.WritesResumeWithin)
 
-	never := Check{Name: "Available never False during the fault", Value: yesNo(!f.AvailableFalse), Budget: notJudged}
+	never := Check{Kind: "condition", Name: "Available never False during the fault", Value: yesNo(!f.AvailableFalse), Budget: notJudged}
 	if b.AvailableNeverFalse {
 		never.Budget = "yes"
 		if f.AvailableFalse {

@@ -24,6 +24,9 @@ type Result struct {
 	Budget     Budget   `json:"budget"`
 	Violations []string `json:"violations,omitempty"`
 	Timeline   []Sample `json:"timeline,omitempty"`
+	// Checks are the verdicts of a scenario judged by its own assertions
+	// (a scenario file); empty when Figures are judged against Budget.
+	Checks []Check `json:"checks,omitempty"`
 	// Series is the scenario over time: workload, operator and pods.
 	Series *Series `json:"series,omitempty"`
 	// Artifacts is the folder holding this scenario's evidence.

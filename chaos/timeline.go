@@ -31,8 +31,15 @@ type Sample struct {
 type Timeline struct {
 	mu      sync.Mutex
 	samples []Sample
+	objects []ObjectSample
 	errs    []string
 	done    chan struct{}
+}
+
+// ObjectSample is the whole object as one watch event delivered it.
+type ObjectSample struct {
+	At     time.Time
+	Object map[string]any
 }
 
 // WatchConditions starts recording the conditions of one object until ctx
@@ -68,6 +75,13 @@ func WatchConditions(ctx context.Context, dyn dynamic.Interface, gvr schema.Grou
 	return tl
 }
 
+// NewTimeline is an empty timeline fed by Record, for a source other than a
+// watch (or a test).
+func NewTimeline() *Timeline { return &Timeline{done: make(chan struct{})} }
+
+// Record adds one observed version of the object, as a watch event does.
+func (tl *Timeline) Record(u *unstructured.Unstructured) { tl.add(u) }
+
 func (tl *Timeline) add(u *unstructured.Unstructured) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	s := Sample{At: time.Now(), Conditions: map[string]string{}, status: map[string]metav1.ConditionStatus{}}
@@ -84,6 +98,7 @@ func (tl *Timeline) add(u *unstructured.Unstructured) {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	tl.objects = append(tl.objects, ObjectSample{At: s.At, Object: u.Object})
 	if n := len(tl.samples); n > 0 && fmt.Sprint(tl.samples[n-1].Conditions) == fmt.Sprint(s.Conditions) {
 		return // no condition changed
 	}
@@ -95,6 +110,14 @@ func (tl *Timeline) Samples() []Sample {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	return append([]Sample(nil), tl.samples...)
+}
+
+// Objects returns every version of the object the watch delivered, oldest
+// first, for assertions over more than its conditions.
+func (tl *Timeline) Objects() []ObjectSample {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return append([]ObjectSample(nil), tl.objects...)
 }
 
 // Errors are watch failures (the timeline may have gaps).

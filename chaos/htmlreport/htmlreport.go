@@ -42,6 +42,8 @@ type scenarioView struct {
 	*chaos.Result
 	Verdict string
 	Checks  []chaos.Check
+	// Conditions are the condition checks, for the summary.
+	Conditions []chaos.Check
 	// Over names the summary columns whose figure is over its budget.
 	Over    map[string]bool
 	Plot    template.HTML
@@ -67,12 +69,18 @@ func Render(rep *chaos.Report, dir string) ([]byte, error) {
 		default:
 			v.Skp++
 		}
-		if sv.Verdict != chaos.Skipped && res.Phases.Converged.After(res.Phases.Start) {
+		switch {
+		case len(res.Checks) > 0: // judged by its own assertions (a scenario file)
+			sv.Checks = res.Checks
+		case sv.Verdict != chaos.Skipped && res.Phases.Converged.After(res.Phases.Start):
 			sv.Checks = chaos.Checks(res.Figures, res.Budget)
-			for _, c := range sv.Checks {
-				if !c.OK() {
-					sv.Over[c.Name] = true
-				}
+		}
+		for _, c := range sv.Checks {
+			if !c.OK() {
+				sv.Over[c.Name] = true
+			}
+			if c.Kind == "condition" {
+				sv.Conditions = append(sv.Conditions, c)
 			}
 		}
 		svg, err := timeline(res)

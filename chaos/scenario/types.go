@@ -45,6 +45,9 @@ type OperatorSpec struct {
 	// Images are loaded into a kind cluster before the deploy; Image
 	// replaces the manifests' image named there.
 	Images []Image `json:"images,omitempty"`
+	// Args are appended to the arguments of the container that runs the
+	// first image with replaces (a flag to try, a bug variant to catch).
+	Args []string `json:"args,omitempty"`
 	// Namespace is where the operator's pods run.
 	Namespace string `json:"namespace"`
 	// Selector selects the operator's pods in Namespace.
@@ -113,6 +116,10 @@ type Resource struct {
 	// Converged are CEL expressions over the object (as self) that must all
 	// hold for it to count as converged, before the fault and after it.
 	Converged []string `json:"converged"`
+	// AllPodsReady also requires, for convergence, every pod in the
+	// resource's namespace ready and none terminating (default true): the
+	// resource's status may be stale while its operator cannot write it.
+	AllPodsReady *bool `json:"allPodsReady,omitempty"`
 	// ConvergeWithin bounds each wait for convergence (default 5m).
 	ConvergeWithin metav1.Duration `json:"convergeWithin,omitempty"`
 }

@@ -58,8 +58,8 @@ func (c *checker) metadata(m Metadata) {
 	for _, msg := range validation.IsDNS1123Label(m.Name) {
 		c.at("metadata.name", "%q is not a DNS label (it names the scenario's namespace): %s", m.Name, msg)
 	}
-	if len(m.Name) > 40 {
-		c.at("metadata.name", "%q is %d characters; at most 40 leave room for the namespace's prefix and sequence", m.Name, len(m.Name))
+	if len(m.Name) > 50 {
+		c.at("metadata.name", "%q is %d characters; at most 50 leave room for the namespace's prefix and sequence", m.Name, len(m.Name))
 	}
 }
 

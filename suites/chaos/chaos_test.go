@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,54 +17,90 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gauntlet-dev/gauntlet/chaos"
-	suite "github.com/gauntlet-dev/gauntlet/suites/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
-// setup builds the environment from the environment variables make sets,
-// adjusted by adjust, brings it up (the cluster is torn down when the test
-// ends) and returns it with the run options.
-func setup(t *testing.T, artifacts string, adjust func(*suite.Options)) (*suite.Env, suite.RunOptions) {
+// Environment variables make test-chaos and make test-chaos-bug set.
+const (
+	envSeed      = "GAUNTLET_CHAOS_SEED"      // replay a run
+	envScenarios = "GAUNTLET_CHAOS_SCENARIOS" // comma-separated names (default: all)
+)
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// setup loads the scenario files, brings up a kind cluster with the
+// operator their Operator file describes (with image and args
+// overridden) and Chaos Mesh, and tears it down when the test ends.
+func setup(t *testing.T, paths []string, overrides map[string]string, args ...string) *engine.Engine {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	o, ro, err := suite.OptionsFromEnv(artifacts)
+	set, err := scenario.LoadPaths(paths...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the scenario files: %v", err)
 	}
-	adjust(&o)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	env, err := suite.Setup(ctx, o)
+	e, err := engine.Setup(ctx, engine.Options{
+		Cluster: framework.ClusterOptions{
+			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
+			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
+		},
+		Chaos: install.Options{
+			ControllerImage: getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage),
+			DaemonImage:     getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage),
+		},
+		Set: set, Overrides: overrides, OperatorArgs: args,
+	})
 	if err != nil {
 		t.Fatalf("chaos setup: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := env.Teardown(); err != nil {
+		if err := e.Teardown(); err != nil {
 			t.Errorf("teardown: %v", err)
 		}
 	})
-	return env, ro
+	return e
 }
 
-// TestChaos runs every selected scenario (GAUNTLET_CHAOS_SCENARIOS) on one
-// kind cluster with the operator and Chaos Mesh, one subtest per scenario,
-// and writes report.json, junit.xml and summary.md under
-// $ARTIFACTS/chaos-<time>/. GAUNTLET_CHAOS_SEED replays a run.
+func seed(t *testing.T) uint64 {
+	t.Helper()
+	s := os.Getenv(envSeed)
+	if s == "" {
+		return uint64(time.Now().UnixNano() % 1_000_000)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: want a non-negative integer", envSeed, s)
+	}
+	return v
+}
+
+// TestChaos runs the reference operator's scenario files (scenarios/)
+// through the engine on one kind cluster, one subtest per scenario, and
+// writes the report under $ARTIFACTS/chaos-<time>/.
 func TestChaos(t *testing.T) {
 	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
-	env, ro := setup(t, artifacts, func(*suite.Options) {})
-	t.Logf("seed %d (replay with %s=%d); artifacts in %s", ro.Seed, suite.EnvSeed, ro.Seed, artifacts)
-	rep := chaos.NewReport(ro.Seed, env.Cluster.Name)
-	for i, s := range suite.Scenarios {
-		if ro.Match != nil && !ro.Match.MatchString(s.Name) {
-			continue
-		}
-		t.Run(s.Name, func(t *testing.T) {
-			res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
-			rep.Results = append(rep.Results, res)
-			if err := suite.WriteReport(rep, artifacts); err != nil {
-				t.Errorf("writing the report: %v", err)
-			}
+	e := setup(t, []string{"scenarios"}, nil)
+	s := seed(t)
+	var only []string
+	if v := os.Getenv(envScenarios); v != "" {
+		only = strings.Split(v, ",")
+	}
+	t.Logf("seed %d (replay with %s=%d); artifacts in %s", s, envSeed, s, artifacts)
+	rep, err := e.RunAll(t.Context(), engine.RunOptions{Seed: s, Only: only, Artifacts: artifacts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		t.Run(res.Scenario, func(t *testing.T) {
 			switch res.Verdict() {
 			case chaos.Skipped:
 				t.Skipf("%s (lifts on a node kernel with the feature; the run's summary lists it as skipped)", res.Skipped)
@@ -71,9 +108,8 @@ func TestChaos(t *testing.T) {
 				for _, e := range append(append([]string(nil), res.Errors...), res.Violations...) {
 					t.Error(e)
 				}
-				t.Logf("replay: %s=%d %s='^%s$'; evidence in %s", suite.EnvSeed, ro.Seed, suite.EnvScenarios, s.Name, res.Artifacts)
+				t.Logf("replay: bin/gauntlet replay %s %s; evidence in %s", artifacts, res.Scenario, res.Artifacts)
 			}
-			t.Logf("%+v", res.Figures)
 		})
 	}
 	t.Logf("summary:\n%s", rep.Summary())
@@ -81,16 +117,16 @@ func TestChaos(t *testing.T) {
 
 // caught maps a bug variant to the scenario that must catch it and a
 // violation the judgement must report.
-var caught = map[string]struct{ scenario, violation string }{
+var caught = map[string]struct{ file, violation string }{
 	// Every member pod deleted at once on an image change: quorum is lost
 	// during an upgrade that should never cost it.
-	"impatient-roll": {"upgrade-under-minority-pod-kill", "Available turned False"},
+	"impatient-roll": {"scenarios/12-upgrade-under-minority-pod-kill.yaml", "Available turned False during the fault"},
 }
 
 // TestChaosCatchesABuggyOperator runs the operator built with -tags
-// gauntlet_bugs and one bug switched on (--bug) through the scenario that
-// must catch it, and fails unless the judgement reports the violation: the
-// chaos tier's checks can fail on a real cluster, not only in unit tests.
+// gauntlet_bugs and one bug switched on (--bug) through the scenario file
+// that must catch it, and fails unless the judgement reports the
+// violation: the chaos tier's checks can fail on a real cluster.
 func TestChaosCatchesABuggyOperator(t *testing.T) {
 	bug := os.Getenv("GAUNTLET_CHAOS_BUG")
 	if bug == "" {
@@ -105,25 +141,14 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 		t.Fatal("OPERATOR_BUGS_IMAGE is not set (make test-chaos-bug sets it)")
 	}
 	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-bug-"+bug+"-"+time.Now().UTC().Format("20060102-150405"))
-	env, ro := setup(t, artifacts, func(o *suite.Options) {
-		o.E2E.OperatorImage = image
-		o.E2E.OperatorArgs = []string{"--bug=" + bug}
-	})
-	for i, s := range suite.Scenarios {
-		if s.Name != want.scenario {
-			continue
-		}
-		res := env.RunScenario(t.Context(), s, suite.ScenarioSeed(ro.Seed, i), ro)
-		rep := chaos.NewReport(ro.Seed, env.Cluster.Name)
-		rep.Results = []*chaos.Result{res}
-		if err := suite.WriteReport(rep, artifacts); err != nil {
-			t.Errorf("writing the report: %v", err)
-		}
-		t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, s.Name, res.Verdict(), res.Errors, res.Violations)
-		if res.Verdict() != chaos.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
-			t.Fatalf("the chaos tier did not catch %s: want a violation containing %q", bug, want.violation)
-		}
-		return
+	e := setup(t, []string{"scenarios/operator.yaml", want.file}, map[string]string{"OPERATOR_IMAGE": image}, "--bug="+bug)
+	rep, err := e.RunAll(t.Context(), engine.RunOptions{Seed: seed(t), Artifacts: artifacts})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("scenario %s not found", want.scenario)
+	res := rep.Results[0]
+	t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, res.Scenario, res.Verdict(), res.Errors, res.Violations)
+	if res.Verdict() != chaos.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
+		t.Fatalf("the chaos tier did not catch %s: want a violation containing %q", bug, want.violation)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 )
 
 // repoRoot is the Gauntlet checkout around the working directory (its
@@ -34,21 +36,11 @@ func repoRoot() string {
 
 // prepareImages makes sure a Docker engine answers and every image the run
 // loads into kind is present: inside a Gauntlet checkout it builds what is
-// missing (each build step reuses what exists) and takes the image names the
-// builds wrote; elsewhere it names what is missing. An existing cluster
-// (--kubeconfig) pulls its images itself: nothing to do here.
+// missing (each build step reuses what exists); elsewhere it names what is
+// missing. The images are the node image, Chaos Mesh's and those the
+// Operator file loads, with the run's variables.
 func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	root := repoRoot()
-	if f.kubeconfig != "" {
-		if f.operatorImage == "" {
-			env, err := readEnvFile(filepath.Join(root, "bin", "images.env"))
-			if err != nil || env["OPERATOR_IMAGE"] == "" {
-				return usagef("--operator-image is required: no bin/images.env (make images writes it)")
-			}
-			f.operatorImage = env["OPERATOR_IMAGE"]
-		}
-		return nil
-	}
 	prog.Phase("Docker engine")
 	if err := exec.CommandContext(ctx, "docker", "info").Run(); err != nil {
 		if root == "" {
@@ -63,23 +55,21 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		prog.Phase("images")
 		targets := []string{"images", "chaos-images"}
 		if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
-			targets = append(targets, "node-image", "KIND_NODE_VERSION="+strings.TrimPrefix(f.nodeImage[strings.LastIndex(f.nodeImage, ":"):], ":"))
+			targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])
 		}
 		if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
 			return fmt.Errorf("building the images: %w", err)
 		}
 		prog.Done()
+		builtImages(root, f)
 	}
-	if root != "" {
-		if err := imagesFromBuild(root, f); err != nil {
-			return err
-		}
-	}
-	if f.operatorImage == "" {
-		return usagef("--operator-image is required (make images writes it to bin/images.env)")
+	images := []string{f.nodeImage, f.chaosController, f.chaosDaemon}
+	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
+	for _, img := range f.loaded.Operator.Spec.Images {
+		images = append(images, vars.Expand(img.Name))
 	}
 	var missing []string
-	for _, img := range []string{f.nodeImage, f.operatorImage, f.etcdImage, f.etcdFrom, f.chaosController, f.chaosDaemon} {
+	for _, img := range images {
 		if strings.HasPrefix(img, "kindest/") {
 			continue // kind pulls its upstream node images itself
 		}
@@ -88,22 +78,23 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("images missing from the Docker engine: %s (in a Gauntlet checkout, gauntlet run --build-images builds them)", strings.Join(missing, ", "))
+		return fmt.Errorf("images missing from the Docker engine: %s (in a Gauntlet checkout, gauntlet run --build-images builds them; otherwise build them or set the Operator file's variables with --set)", strings.Join(missing, ", "))
 	}
 	return nil
 }
 
-// imagesFromBuild takes the operator and Chaos Mesh image names that the
-// builds wrote, for the flags left at their defaults.
-func imagesFromBuild(root string, f *runFlags) error {
-	if f.operatorImage == "" {
-		if env, err := readEnvFile(filepath.Join(root, "bin", "images.env")); err == nil {
-			f.operatorImage = env["OPERATOR_IMAGE"]
+// builtImages takes the image names this checkout's builds wrote: the
+// operator's (for ${OPERATOR_IMAGE}, unless --set or the environment say
+// otherwise) and Chaos Mesh's (unless the environment says).
+func builtImages(root string, f *runFlags) {
+	if env, err := readEnvFile(filepath.Join(root, "bin", "images.env")); err == nil && env["OPERATOR_IMAGE"] != "" && os.Getenv("OPERATOR_IMAGE") == "" {
+		if _, set := f.set["OPERATOR_IMAGE"]; !set {
+			f.overrides["OPERATOR_IMAGE"] = env["OPERATOR_IMAGE"]
 		}
 	}
 	env, err := readEnvFile(filepath.Join(root, "bin", "chaos-mesh", "images.env"))
 	if err != nil {
-		return nil // built elsewhere: the flags say
+		return
 	}
 	if v := env["CHAOS_CONTROLLER_IMAGE"]; v != "" && os.Getenv("CHAOS_CONTROLLER_IMAGE") == "" {
 		f.chaosController = v
@@ -111,7 +102,6 @@ func imagesFromBuild(root string, f *runFlags) error {
 	if v := env["CHAOS_DAEMON_IMAGE"]; v != "" && os.Getenv("CHAOS_DAEMON_IMAGE") == "" {
 		f.chaosDaemon = v
 	}
-	return nil
 }
 
 // readEnvFile reads KEY=VALUE lines.

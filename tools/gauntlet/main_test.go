@@ -46,8 +46,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--seed", "-5"}, "--seed -5: want a non-negative integer"},
 		{[]string{"run", "--seed", "abc"}, `invalid argument "abc"`},
 		{[]string{"run", "--scenario", "no-such"}, "--scenario \"no-such\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
-		{[]string{"run", "--scenario", "leader-[", "--operator-image", "x"}, "syntax error in pattern"},
-		{[]string{"run", "--budgets", "/nonexistent.yaml"}, "--budgets: open /nonexistent.yaml"},
+		{[]string{"run", "--scenario", "leader-["}, "syntax error in pattern"},
+		{[]string{"run", "-f", "/nonexistent.yaml"}, "stat /nonexistent.yaml"},
 		{[]string{"run", "--kubeconfig", "/nonexistent"}, "--kubeconfig: stat /nonexistent"},
 		{[]string{"run", "--kind-config", "/nonexistent.yaml"}, "--kind-config: stat /nonexistent.yaml"},
 		{[]string{"run", "--timeout", "0s"}, "--timeout 0s: want a positive duration"},
@@ -58,6 +58,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", t.TempDir()}, "is not a chaos run's folder"},
 		{[]string{"replay", run, "no-such"}, "has no scenario \"no-such\"; it ran:\n  leader-pod-kill\n  leader-delay-100ms"},
 		{[]string{"compare", run}, "want 2 arguments ([A B]), got 1"},
+		{[]string{"run", "-f", "../../fixtures/scenarios/invalid/unknown-field.yaml"}, `unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`},
+		{[]string{"run", "-f", "../../chaos/scenario/testdata/reference/leader-partition.yaml"}, "no Operator file"},
+		{[]string{"run", "-f", "../../suites/chaos/scenarios", "--scenario", "nope"}, "--scenario \"nope\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -72,12 +75,13 @@ func TestUsageErrors(t *testing.T) {
 
 func TestSelectScenarios(t *testing.T) {
 	g := NewWithT(t)
-	got, err := selectScenarios([]string{"*-partition", "leader-pod-kill", "minority-partition"})
+	f := &runFlags{}
+	all, err := f.names()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal([]string{"leader-pod-kill", "leader-partition", "minority-partition"}), "in the suite's order, once each")
-	all, err := selectScenarios(nil)
+	g.Expect(all).To(HaveLen(12), "the reference operator's scenario files, by default in a checkout")
+	got, err := selectFrom(all, []string{"*-partition", "leader-pod-kill", "minority-partition"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(all).To(HaveLen(12))
+	g.Expect(got).To(Equal([]string{"leader-pod-kill", "leader-partition", "minority-partition"}), "in the files' order, once each")
 }
 
 func TestList(t *testing.T) {
@@ -85,7 +89,10 @@ func TestList(t *testing.T) {
 	code, out, stderr := gauntlet("list")
 	g.Expect(code).To(Equal(0), stderr)
 	g.Expect(out).To(And(ContainSubstring("leader-pod-kill"), ContainSubstring("upgrade-under-minority-pod-kill"),
-		ContainSubstring("leader-delay-100ms")))
+		MatchRegexp(`leader-delay-100ms\s+delay on leader\s+100 ms of latency`)))
+	code, out, stderr = gauntlet("list", "-f", "../../chaos/scenario/testdata/reference")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(strings.Count(out, "\n")).To(Equal(3))
 }
 
 func TestReportRerenders(t *testing.T) {

@@ -12,9 +12,10 @@ func newReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay DIR SCENARIO",
 		Short: "Re-run one scenario of a recorded run with the seed it ran with",
-		Long: `replay reads DIR/report.json, finds SCENARIO and runs it again with the seed
-recorded for it, so every choice of target and timing is the same. The new
-run's report goes to its own folder (--report).`,
+		Long: `replay reads DIR/report.json, finds SCENARIO and runs it again, from the
+scenario files (-f; the reference operator's by default in a Gauntlet
+checkout), with the seed recorded for it, so every choice of target and
+timing is the same. The new run's report goes to its own folder (--report).`,
 		Example: "  gauntlet replay artifacts/chaos-20261124-170000 leader-partition",
 		Args:    exactArgs("DIR", "SCENARIO"),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {

@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,60 +19,123 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
-	suite "github.com/gauntlet-dev/gauntlet/suites/chaos"
-	"github.com/gauntlet-dev/gauntlet/suites/e2e"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
-// runFlags are gauntlet run's flags (replay shares them).
+// Defaults of the cluster flags: the offline node image `make node-image`
+// builds and the single-node kind config, as in the Makefile.
+const (
+	defaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
+	defaultKindConfig = "fixtures/kind/single-node.yaml"
+	// referenceScenarios are the reference operator's scenario files, the
+	// default inside a Gauntlet checkout.
+	referenceScenarios = "suites/chaos/scenarios"
+)
+
+// runFlags are gauntlet run's flags (replay and list share some).
 type runFlags struct {
-	scenarios                           []string
-	seed                                int64
-	budgets, report                     string
-	kubeconfig                          string
-	nodeImage, kindConfig               string
-	keep, buildImages, verbose          bool
-	operatorImage, etcdImage, etcdFrom  string
-	chaosController, chaosDaemon, pause string
-	timeout                             time.Duration
+	files                      []string
+	set                        map[string]string
+	operatorArgs               []string
+	scenarios                  []string
+	seed                       int64
+	report                     string
+	kubeconfig                 string
+	nodeImage, kindConfig      string
+	keep, buildImages, verbose bool
+	chaosController            string
+	chaosDaemon, pause         string
+	timeout                    time.Duration
+
+	loaded    *scenario.Set
+	overrides map[string]string
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// registerFiles adds -f, the flag every command that reads scenario files
+// takes.
+func (f *runFlags) registerFiles(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVarP(&f.files, "file", "f", nil, "scenario files or directories (docs/scenarios.md; default in a Gauntlet checkout: "+referenceScenarios+")")
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
 }
 
 func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
+	f.registerFiles(cmd)
 	fs := cmd.Flags()
+	fs.StringToStringVar(&f.set, "set", nil, "override a variable of the files, NAME=VALUE (repeat)")
+	fs.StringArrayVar(&f.operatorArgs, "operator-arg", nil, "append an argument to the operator's container (repeat)")
 	if withSelection {
-		fs.StringSliceVar(&f.scenarios, "scenario", nil, "scenarios to run, by name or glob such as 'partition-*' (repeat or comma-separate; default: all; see gauntlet list)")
+		fs.StringSliceVar(&f.scenarios, "scenario", nil, "scenarios to run, by name or glob such as 'leader-*' (repeat or comma-separate; default: all; see gauntlet list)")
 		fs.Int64Var(&f.seed, "seed", -1, "seed for every choice of target and timing (default: from the clock, printed); replays a run")
 		_ = cmd.RegisterFlagCompletionFunc("scenario", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return suite.Names(), cobra.ShellCompDirectiveNoFileComp
+			names, _ := f.names()
+			return names, cobra.ShellCompDirectiveNoFileComp
 		})
 	}
-	fs.StringVar(&f.budgets, "budgets", "", "budget file (default: the built-in suites/chaos/budgets.yaml)")
 	fs.StringVar(&f.report, "report", "", "folder for the report (default: artifacts/chaos-<UTC time>)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
-	fs.StringVar(&f.nodeImage, "node-image", e2e.Getenv("GAUNTLET_NODE_IMAGE", e2e.DefaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
-	fs.StringVar(&f.kindConfig, "kind-config", e2e.Getenv("GAUNTLET_KIND_CONFIG", e2e.DefaultKindConfig), "kind cluster config")
+	fs.StringVar(&f.nodeImage, "node-image", getenv("GAUNTLET_NODE_IMAGE", defaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
+	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", defaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
-	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
-	fs.StringVar(&f.operatorImage, "operator-image", os.Getenv("OPERATOR_IMAGE"), "operator image (default: the one make images wrote to bin/images.env)")
-	fs.StringVar(&f.etcdImage, "etcd-image", e2e.Getenv("ETCD_IMAGE", e2e.DefaultEtcdImage), "etcd image the clusters run")
-	fs.StringVar(&f.etcdFrom, "etcd-upgrade-from", e2e.Getenv("ETCD_UPGRADE_FROM_IMAGE", e2e.DefaultEtcdUpgradeFrom), "older etcd image the upgrade scenario starts from")
-	fs.StringVar(&f.chaosController, "chaos-controller-image", e2e.Getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage), "Chaos Mesh controller-manager image")
-	fs.StringVar(&f.chaosDaemon, "chaos-daemon-image", e2e.Getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage), "Chaos Mesh chaos-daemon image")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
+	fs.StringVar(&f.chaosController, "chaos-controller-image", getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage), "Chaos Mesh controller-manager image")
+	fs.StringVar(&f.chaosDaemon, "chaos-daemon-image", getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage), "Chaos Mesh chaos-daemon image")
 	fs.StringVar(&f.pause, "pause-image", install.DefaultPauseImage, "image pod-failure swaps in (must be on the nodes)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Minute, "bound on the whole run")
-	_ = cmd.MarkFlagFilename("budgets", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("kind-config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("kubeconfig")
 	_ = cmd.MarkFlagDirname("report")
 }
 
-// selectScenarios expands names and globs into scenario names, in the
-// suite's order; an unknown one is an error that lists the valid choices.
-func selectScenarios(patterns []string) ([]string, error) {
-	all := suite.Names()
+// load reads and checks the scenario files (the reference operator's by
+// default inside a Gauntlet checkout): every mistake is refused here,
+// before any cluster is touched.
+func (f *runFlags) load() error {
+	if f.loaded != nil {
+		return nil
+	}
+	files := f.files
+	if len(files) == 0 {
+		root := repoRoot()
+		if root == "" {
+			return usagef("-f is required outside a Gauntlet checkout: the scenario files to run (docs/scenarios.md)")
+		}
+		files = []string{filepath.Join(root, referenceScenarios)}
+	}
+	set, err := scenario.LoadPaths(files...)
+	if err != nil {
+		return usagef("%w", err)
+	}
+	f.loaded = set
+	return nil
+}
+
+// names are the loaded scenarios' names, in file order.
+func (f *runFlags) names() ([]string, error) {
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range f.loaded.Scenarios {
+		names = append(names, s.Metadata.Name)
+	}
+	return names, nil
+}
+
+// selectFrom expands names and globs into scenario names, in the given
+// order; an unknown one is an error that lists the valid choices.
+func selectFrom(all, patterns []string) ([]string, error) {
 	if len(patterns) == 0 {
 		return all, nil
 	}
@@ -103,7 +164,7 @@ func selectScenarios(patterns []string) ([]string, error) {
 	return out, nil
 }
 
-// validate checks every flag before anything is started.
+// validate checks every flag and the files before anything is started.
 func (f *runFlags) validate() error {
 	if f.seed < -1 {
 		return usagef("--seed %d: want a non-negative integer", f.seed)
@@ -111,18 +172,16 @@ func (f *runFlags) validate() error {
 	if f.timeout <= 0 {
 		return usagef("--timeout %s: want a positive duration", f.timeout)
 	}
-	if _, err := selectScenarios(f.scenarios); err != nil {
-		return usageError{err}
+	all, err := f.names()
+	if err != nil {
+		return err
 	}
-	if _, err := suite.LoadBudgets(f.budgets); err != nil {
-		return usagef("--budgets: %w", err)
+	if _, err := selectFrom(all, f.scenarios); err != nil {
+		return usageError{err}
 	}
 	if f.kubeconfig != "" {
 		if _, err := os.Stat(f.kubeconfig); err != nil {
 			return usagef("--kubeconfig: %w", err)
-		}
-		if f.operatorImage == "" && repoRoot() == "" {
-			return usagef("--operator-image is required with --kubeconfig outside a Gauntlet checkout")
 		}
 		return nil
 	}
@@ -141,16 +200,17 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "run",
 		Aliases: []string{"chaos"},
-		Short:   "Run the chaos scenarios and write a report",
-		Long: `run does everything from a bare machine: checks the Docker engine (starting one
-in a Gauntlet checkout), builds the images that are missing, creates a kind
-cluster (or uses --kubeconfig), deploys the operator and Chaos Mesh, runs
-each scenario on a fresh cluster under load, and writes report.html,
-report.json, summary.md and junit.xml. Each phase prints a progress line
-with its duration; a long wait says what it is waiting for.`,
-		Example: `  gauntlet run
-  gauntlet run --scenario leader-pod-kill --scenario 'partition-*' --seed 7
-  gauntlet run --kubeconfig ~/.kube/config --operator-image registry.example/op:v1`,
+		Short:   "Run chaos scenario files and write a report",
+		Long: `run does everything from a bare machine: checks the scenario files, checks the
+Docker engine (starting one in a Gauntlet checkout), builds the images that
+are missing, creates a kind cluster (or uses --kubeconfig), deploys the
+operator the Operator file describes and Chaos Mesh, runs each scenario on a
+fresh resource, and writes report.html, report.json, summary.md and
+junit.xml. Each phase prints a progress line with its duration; a long wait
+says what it is waiting for.`,
+		Example: `  gauntlet run                                      # the reference operator's scenarios
+  gauntlet run --scenario leader-pod-kill --scenario 'leader-*' --seed 7
+  gauntlet run -f my-operator/scenarios --kubeconfig ~/.kube/config --set OPERATOR_IMAGE=registry.example/op:v1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -163,8 +223,8 @@ with its duration; a long wait says what it is waiting for.`,
 	return cmd
 }
 
-// runChaos makes the run: engine and images, cluster, operator, Chaos
-// Mesh, the scenarios, the report. seeds pins recorded seeds (replay).
+// runChaos makes the run: images, cluster, operator, Chaos Mesh, the
+// scenarios, the report. seeds pins recorded seeds (replay).
 func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout, stderr io.Writer) error {
 	prog := newProgress(stderr)
 	defer prog.Close()
@@ -180,50 +240,58 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	defer cancel()
 	ctx = framework.WithWaitObserver(ctx, prog.Waiting)
 
-	names, err := selectScenarios(f.scenarios)
+	all, err := f.names()
+	if err != nil {
+		return err
+	}
+	names, err := selectFrom(all, f.scenarios)
 	if err != nil {
 		return usageError{err}
 	}
-	ro := suite.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds,
-		Match: regexp.MustCompile("^(" + strings.Join(quoteAll(names), "|") + ")$")}
+	ro := engine.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds, Only: names, Artifacts: f.report}
 	if f.seed >= 0 {
 		ro.Seed = uint64(f.seed)
 	}
-	if ro.Budgets, err = suite.LoadBudgets(f.budgets); err != nil {
-		return usagef("--budgets: %w", err)
-	}
-	ro.Artifacts = f.report
 	if ro.Artifacts == "" {
 		ro.Artifacts = filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
 	}
-	prog.Printf("seed %d (replay with --seed %d); %d scenarios; report in %s", ro.Seed, ro.Seed, len(names), ro.Artifacts)
+	prog.Printf("seed %d (replay with --seed %d); %d scenarios of %s; report in %s", ro.Seed, ro.Seed, len(names), f.loaded.OperatorFile, ro.Artifacts)
 
-	if err := prepareImages(ctx, f, prog); err != nil {
-		return err
+	f.overrides = map[string]string{}
+	if root := repoRoot(); root != "" {
+		builtImages(root, f)
 	}
-	o := suite.Options{
-		E2E: e2e.Options{
-			Cluster: framework.ClusterOptions{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
-				Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: prog},
-			OperatorImage: f.operatorImage, EtcdImage: f.etcdImage, EtcdUpgradeFrom: f.etcdFrom, Log: prog,
-		},
-		Chaos: install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
+	for k, v := range f.set {
+		f.overrides[k] = v
+	}
+	if f.kubeconfig == "" {
+		if err := prepareImages(ctx, f, prog); err != nil {
+			return err
+		}
 	}
 	prog.Phase("cluster, operator and Chaos Mesh")
-	env, err := suite.Setup(ctx, o)
+	e, err := engine.Setup(ctx, engine.Options{
+		Cluster: framework.ClusterOptions{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
+			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: prog},
+		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
+		Set:          f.loaded,
+		Overrides:    f.overrides,
+		OperatorArgs: f.operatorArgs,
+		Log:          prog,
+	})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		prog.Phase("teardown")
-		if terr := env.Teardown(); terr != nil {
+		if terr := e.Teardown(); terr != nil {
 			prog.Printf("teardown: %v", terr)
 		}
 		prog.Done()
 	}()
 	prog.Done()
 	prog.Phase(fmt.Sprintf("%d scenarios", len(names)))
-	rep, err := env.RunAll(ctx, ro)
+	rep, err := e.RunAll(ctx, ro)
 	prog.Done()
 	if rep != nil {
 		prog.Clear()
@@ -237,12 +305,4 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 		return errFailedRun
 	}
 	return nil
-}
-
-func quoteAll(names []string) []string {
-	out := slices.Clone(names)
-	for i, n := range out {
-		out[i] = regexp.QuoteMeta(n)
-	}
-	return out
 }

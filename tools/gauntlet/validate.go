@@ -39,7 +39,11 @@ the built-in scenarios of the reference operator (see the README).`,
 				for _, e := range es {
 					_, _ = fmt.Fprintln(cmd.ErrOrStderr(), e.Error())
 				}
-				_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%d mistakes\n", len(es))
+				noun := "mistakes"
+				if len(es) == 1 {
+					noun = "mistake"
+				}
+				_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%d %s\n", len(es), noun)
 				return errInvalidFiles
 			case err != nil:
 				return usagef("%w", err)

@@ -1,0 +1,275 @@
+// Package engine runs chaos scenario files (package scenario) on a cluster:
+// it deploys the operator an Operator file describes, installs Chaos Mesh,
+// and for each Scenario creates the resource under test in a namespace of
+// its own, waits until its converged expressions hold, runs the workload,
+// resolves the roles and injects the fault through chaos.Runner, takes the
+// actions, waits for convergence again and judges every assertion. It knows
+// no operator: everything it learns about one comes from the files.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	chaosv1alpha1 "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// Options describe where and what to run.
+type Options struct {
+	// Cluster is the kind cluster to create, or the existing one to use.
+	Cluster framework.ClusterOptions
+	// Chaos installs Chaos Mesh.
+	Chaos install.Options
+	// Set is the operator and the scenarios (scenario.LoadPaths).
+	Set *scenario.Set
+	// Overrides are --set NAME=VALUE variables; they win over the
+	// environment and the files' defaults.
+	Overrides map[string]string
+	// OperatorArgs are appended to the Operator file's args (a bug
+	// variant to switch on, a flag to try).
+	OperatorArgs []string
+	// Log receives one line per step (default stderr).
+	Log io.Writer
+}
+
+// Engine is a cluster with the operator and Chaos Mesh, ready to run the
+// scenarios of a set.
+type Engine struct {
+	o        Options
+	Cluster  *framework.Cluster
+	Config   *rest.Config
+	Client   client.Client
+	Dynamic  dynamic.Interface
+	Mapper   meta.RESTMapper
+	Runner   *chaos.Runner
+	operator *scenario.OperatorSpec
+	opVars   Vars
+	seq      int
+}
+
+// Setup creates (or adopts) the cluster, loads the images, deploys the
+// operator and waits for its pods, then installs Chaos Mesh.
+func Setup(ctx context.Context, o Options) (*Engine, error) {
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.Set == nil || o.Set.Operator == nil {
+		return nil, errors.New("engine: no Operator file in the set")
+	}
+	o.Cluster.Log = o.Log
+	spec := o.Set.Operator.Spec
+	spec.Args = append(append([]string(nil), spec.Args...), o.OperatorArgs...)
+	e := &Engine{o: o, operator: &spec}
+	e.opVars = Vars{Overrides: o.Overrides, Defaults: e.operator.Variables}
+	c, err := framework.StartCluster(ctx, o.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	e.Cluster = c
+	fail := func(err error) (*Engine, error) {
+		if terr := c.Teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+		}
+		return nil, err
+	}
+	if e.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return fail(err)
+	}
+	e.Config.QPS, e.Config.Burst = 50, 100
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1alpha1.AddToScheme(scheme)); err != nil {
+		return fail(err)
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+		return fail(err)
+	}
+	if e.Dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
+		return fail(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(e.Config)
+	if err != nil {
+		return fail(err)
+	}
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	if err := c.WaitSystemReady(ctx, e.Client, 3*time.Minute); err != nil {
+		return fail(err)
+	}
+	if !c.Existing {
+		var images []string
+		for _, img := range e.operator.Images {
+			images = append(images, e.opVars.Expand(img.Name))
+		}
+		images = append(images, o.Chaos.ControllerImage, o.Chaos.DaemonImage)
+		if err := c.LoadImages(ctx, images...); err != nil {
+			return fail(err)
+		}
+	}
+	if err := e.deployOperator(ctx); err != nil {
+		return fail(err)
+	}
+	o.Chaos.Log = o.Log
+	inst, err := install.Install(ctx, e.Config, o.Chaos)
+	if err != nil {
+		return fail(fmt.Errorf("installing Chaos Mesh: %w", err))
+	}
+	e.Runner = &chaos.Runner{Config: e.Config, Client: e.Client, ChaosNamespace: inst.Namespace, Log: o.Log}
+	feats, err := e.Runner.Features(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("probing the node kernel: %w", err))
+	}
+	var have []string
+	for f, ferr := range feats {
+		have = append(have, fmt.Sprintf("%s=%v", f, ferr == nil))
+	}
+	e.logf("Chaos Mesh installed in %s; kernel offers %s", inst.Duration.Round(time.Millisecond), strings.Join(have, " "))
+	return e, nil
+}
+
+// Teardown deletes the cluster (unless kept or existing).
+func (e *Engine) Teardown() error { return e.Cluster.Teardown() }
+
+func (e *Engine) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(e.o.Log, "%s engine: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// deployOperator renders the operator's manifests, swaps its images,
+// appends its arguments, applies it and waits until its pods are ready.
+func (e *Engine) deployOperator(ctx context.Context) error {
+	start := time.Now()
+	dir := filepath.Dir(e.o.Set.OperatorFile)
+	var objs []*unstructured.Unstructured
+	var err error
+	if e.operator.Kustomize != "" {
+		objs, err = framework.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
+	} else {
+		for _, m := range e.operator.Manifests {
+			more, rerr := readObjects(filepath.Join(dir, m), e.opVars)
+			objs, err = append(objs, more...), errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("rendering the operator's manifests: %w", err)
+	}
+	if objs, err = expandObjects(objs, e.opVars); err != nil {
+		return err
+	}
+	argsDone := len(e.operator.Args) == 0
+	for _, img := range e.operator.Images {
+		if img.Replaces == "" {
+			continue
+		}
+		name := e.opVars.Expand(img.Name)
+		if framework.SetImage(objs, img.Replaces, name) == 0 {
+			return fmt.Errorf("no container in the operator's manifests runs %s", img.Replaces)
+		}
+		if !argsDone {
+			framework.AppendArgs(objs, name, e.operator.Args...)
+			argsDone = true
+		}
+	}
+	if !argsDone {
+		return errors.New("spec.args needs an image with replaces: the container to append them to")
+	}
+	d, err := framework.Deploy(ctx, e.Config, objs, framework.DeployOptions{})
+	if err != nil {
+		return err
+	}
+	e.logf("applied %d operator objects in %s (%d warnings)", len(d.Applied), time.Since(start).Round(time.Millisecond), len(d.Warnings))
+	err = framework.PollFor(ctx, "the operator's pods to be ready", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		pods, err := e.operatorPods(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ready := 0
+		for i := range pods {
+			if framework.PodReady(&pods[i]) {
+				ready++
+			}
+		}
+		return ready > 0 && ready == len(pods), fmt.Sprintf("%d of %d operator pods ready", ready, len(pods)), nil
+	})
+	if err != nil {
+		return err
+	}
+	e.logf("operator ready after %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// operatorPods are the running operator pods.
+func (e *Engine) operatorPods(ctx context.Context) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := e.Client.List(ctx, pods, client.InNamespace(e.operator.Namespace), client.MatchingLabels(e.operator.Selector)); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// readObjects reads the objects of a YAML file, variables expanded.
+func readObjects(path string, vars Vars) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(vars.Expand(string(b))), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// expandObjects expands variables in every string of the objects.
+func expandObjects(objs []*unstructured.Unstructured, vars Vars) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		b, err := sigsyaml.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := sigsyaml.Unmarshal([]byte(vars.Expand(string(b))), &u.Object); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+func TestVars(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("GAUNTLET_TEST_FROM_ENV", "env")
+	v := Vars{Overrides: map[string]string{"A": "override"}, Defaults: map[string]string{"A": "default", "B": "default", "GAUNTLET_TEST_FROM_ENV": "default"}}
+	g.Expect(v.Expand("${A} ${B} ${GAUNTLET_TEST_FROM_ENV} ${UNKNOWN} $B")).To(Equal("override default env ${UNKNOWN} $B"))
+}
+
+func TestReadObjectsExpandsVariables(t *testing.T) {
+	g := NewWithT(t)
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	g.Expect(os.WriteFile(p, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {image: \"${IMG}\"}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"), 0o644)).To(Succeed())
+	objs, err := readObjects(p, Vars{Defaults: map[string]string{"IMG": "etcd:v1"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(2), "empty documents are skipped")
+	g.Expect(objs[0].Object["data"]).To(HaveKeyWithValue("image", "etcd:v1"))
+}
+
+func TestNeeds(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(needs(scenario.ActionPartition)).To(Equal([]chaos.Feature{chaos.IPSet}))
+	g.Expect(needs(scenario.ActionDelay)).To(Equal([]chaos.Feature{chaos.Netem}))
+	g.Expect(needs(scenario.ActionPodKill)).To(BeEmpty())
+}
+
+func TestRestarts(t *testing.T) {
+	g := NewWithT(t)
+	before := operatorState{uids: map[string]int32{"a": 1}}
+	g.Expect(restarts(before, operatorState{uids: map[string]int32{"a": 1}})).To(Equal(0))
+	g.Expect(restarts(before, operatorState{uids: map[string]int32{"a": 3}})).To(Equal(2), "two container restarts")
+	g.Expect(restarts(before, operatorState{uids: map[string]int32{"b": 1}})).To(Equal(2), "a new pod, restarted once")
+}
+
+func object(replicas, ready int64, conds ...string) *unstructured.Unstructured {
+	var cs []any
+	for i := 0; i+1 < len(conds); i += 2 {
+		cs = append(cs, map[string]any{"type": conds[i], "status": conds[i+1], "reason": "R"})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"spec":   map[string]any{"replicas": replicas},
+		"status": map[string]any{"readyReplicas": ready, "conditions": cs},
+	}}
+}
+
+func TestCELOverTheTimeline(t *testing.T) {
+	g := NewWithT(t)
+	ps, err := compile([]string{"self.status.readyReplicas == self.spec.replicas"})
+	g.Expect(err).NotTo(HaveOccurred())
+	p := ps[0]
+	ok, err := p.eval(object(3, 3).Object)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	_, err = p.eval(map[string]any{"spec": map[string]any{}})
+	g.Expect(err).To(HaveOccurred(), "a field not there yet is an error, counted as false")
+	_, err = compile([]string{"self.status.("})
+	g.Expect(err).To(MatchError(ContainSubstring("CEL")))
+
+	tl := chaos.NewTimeline()
+	t0 := time.Now()
+	tl.Record(object(3, 3, "Available", "True"))
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	tl.Record(object(3, 2, "Available", "True"))
+	time.Sleep(5 * time.Millisecond)
+	tl.Record(object(3, 3, "Available", "True"))
+	end := time.Now()
+
+	at, ok := firstCEL(tl, p, true, t0.Add(-time.Second))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(at).To(BeTemporally(">=", t0), "nothing was in force before the first version")
+	at, ok = firstCEL(tl, p, false, mid)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(at).To(BeTemporally(">", mid), "the first version where it failed")
+	g.Expect(everCEL(tl, p, false, t0, end)).To(BeTrue())
+	g.Expect(everCEL(tl, p, false, t0, mid)).To(BeFalse())
+	_, ok = firstCEL(tl, p, false, end.Add(time.Second))
+	g.Expect(ok).To(BeFalse(), "in force at the end: true")
+}
+
+func pod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, UID: types.UID(name)},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func TestRoles(t *testing.T) {
+	member := map[string]string{"app": "db"}
+	objs := []client.Object{
+		pod("ns", "db-0", member), pod("ns", "db-1", member), pod("ns", "db-2", member), pod("ns", "other", nil),
+		pod("op", "manager-abc", map[string]string{"control-plane": "controller-manager"}),
+	}
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	e := &Engine{Client: c, operator: &scenario.OperatorSpec{Namespace: "op", Selector: map[string]string{"control-plane": "controller-manager"}}}
+	defs := map[string]scenario.Role{
+		"members":  {Pods: member},
+		"leader":   {From: "members", Pick: "one"},
+		"rest":     {From: "members", Exclude: []string{"leader"}},
+		"minority": {From: "members", Exclude: []string{"leader"}, Pick: "minority"},
+		"two":      {From: "members", Pick: "2"},
+		"operator": {Operator: true},
+		"api":      {APIServer: true},
+		"none":     {Pods: map[string]string{"app": "nothing"}},
+	}
+	cases := []struct {
+		role  string
+		count int
+		ns    string
+		err   string
+	}{
+		{"members", 3, "ns", ""},
+		{"leader", 1, "ns", ""},
+		{"rest", 2, "ns", ""},
+		{"minority", 1, "ns", ""},
+		{"two", 2, "ns", ""},
+		{"operator", 1, "op", ""},
+		{"api", 0, "", "the API server's addresses"},
+		{"none", 0, "", "role none has no pod"},
+		{"missing", 0, "", `no role "missing"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.role, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(1, 2))}
+			got, err := r.pods(t.Context(), tc.role)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Names).To(HaveLen(tc.count))
+			g.Expect(got.Namespace).To(Equal(tc.ns))
+		})
+	}
+
+	// The same seed picks the same pods; within one resolution a picked
+	// role is the same wherever it is named.
+	g := NewWithT(t)
+	r := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(3, 2))}
+	for range 10 {
+		snap := r.snapshot()
+		leader, err := snap.pods(t.Context(), "leader")
+		g.Expect(err).NotTo(HaveOccurred())
+		rest, err := snap.pods(t.Context(), "rest")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rest.Names).NotTo(ContainElement(leader.Names[0]))
+	}
+	pick := func(seed uint64) []string {
+		r := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(seed, 2))}
+		p, err := r.pods(t.Context(), "minority")
+		g.Expect(err).NotTo(HaveOccurred())
+		return p.Names
+	}
+	g.Expect(pick(7)).To(Equal(pick(7)))
+}

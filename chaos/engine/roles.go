@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// roles resolves a scenario's roles against the live cluster, with the
+// scenario's random source for every pick.
+type roles struct {
+	e         *Engine
+	namespace string
+	defs      map[string]scenario.Role
+	rng       *rand.Rand
+}
+
+// pods resolves a role of pods on its own (see snapshot).
+func (r *roles) pods(ctx context.Context, name string) (chaos.Pods, error) {
+	return r.snapshot().pods(ctx, name)
+}
+
+// snapshot is one moment's resolution: within it a role is resolved once,
+// so that the leader a fault targets is the leader its peer excludes, even
+// when the role is a random pick.
+func (r *roles) snapshot() *resolution {
+	return &resolution{roles: r, memo: map[string]chaos.Pods{}}
+}
+
+type resolution struct {
+	*roles
+	memo map[string]chaos.Pods
+}
+
+// pods resolves a role of pods: its namespace and pod names, sorted.
+func (r *resolution) pods(ctx context.Context, name string) (chaos.Pods, error) {
+	if p, ok := r.memo[name]; ok {
+		return chaos.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}, nil
+	}
+	p, err := r.resolve(ctx, name)
+	if err == nil {
+		r.memo[name] = chaos.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}
+	}
+	return p, err
+}
+
+func (r *resolution) resolve(ctx context.Context, name string) (chaos.Pods, error) {
+	def, ok := r.defs[name]
+	if !ok {
+		return chaos.Pods{}, fmt.Errorf("no role %q", name)
+	}
+	if def.APIServer {
+		return chaos.Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
+	}
+	var base chaos.Pods
+	switch {
+	case def.Operator:
+		pods, err := r.e.operatorPods(ctx)
+		if err != nil {
+			return base, err
+		}
+		base.Namespace = r.e.operator.Namespace
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning {
+				base.Names = append(base.Names, p.Name)
+			}
+		}
+	case len(def.Pods) > 0:
+		list := &corev1.PodList{}
+		if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels(def.Pods)); err != nil {
+			return base, err
+		}
+		base.Namespace = r.namespace
+		for _, p := range list.Items {
+			if p.DeletionTimestamp.IsZero() {
+				base.Names = append(base.Names, p.Name)
+			}
+		}
+	default:
+		var err error
+		if base, err = r.pods(ctx, def.From); err != nil {
+			return base, err
+		}
+	}
+	slices.Sort(base.Names)
+	whole := len(base.Names)
+	out := chaos.Pods{Namespace: base.Namespace, Names: slices.Clone(base.Names)}
+	if def.Probe != nil {
+		kept, err := r.probe(ctx, name, out, def.Probe)
+		if err != nil {
+			return out, err
+		}
+		out.Names = kept
+	}
+	for _, ex := range def.Exclude {
+		other, err := r.pods(ctx, ex)
+		if err != nil {
+			return out, fmt.Errorf("role %s excludes %s: %w", name, ex, err)
+		}
+		out.Names = slices.DeleteFunc(out.Names, func(p string) bool { return slices.Contains(other.Names, p) })
+	}
+	n := len(out.Names)
+	switch def.Pick {
+	case "", "all":
+	case "one":
+		n = min(n, 1)
+	case "minority":
+		n = min(n, (whole-1)/2)
+	default:
+		k, err := strconv.Atoi(def.Pick)
+		if err != nil {
+			return out, fmt.Errorf("role %s: pick %q", name, def.Pick)
+		}
+		n = min(n, k)
+	}
+	r.rng.Shuffle(len(out.Names), func(i, j int) { out.Names[i], out.Names[j] = out.Names[j], out.Names[i] })
+	out.Names = out.Names[:n]
+	slices.Sort(out.Names)
+	if len(out.Names) == 0 {
+		return out, fmt.Errorf("role %s has no pod (of %d in %s)", name, whole, base.Namespace)
+	}
+	return out, nil
+}
+
+// probe keeps the pods whose answer contains what the probe expects,
+// asking until at least one does (a leader may be being elected).
+func (r *roles) probe(ctx context.Context, role string, pods chaos.Pods, p *scenario.Probe) ([]string, error) {
+	path := p.Path
+	var kept []string
+	what := fmt.Sprintf("a pod of role %s whose :%d%s contains %q", role, p.Port, path, p.Contains)
+	err := framework.PollFor(ctx, what, time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		kept = nil
+		var seen []string
+		for _, name := range pods.Names {
+			body, err := r.get(ctx, pods.Namespace, name, int(p.Port), path)
+			switch {
+			case err != nil:
+				seen = append(seen, fmt.Sprintf("%s: %v", name, err))
+			case strings.Contains(body, p.Contains):
+				kept = append(kept, name)
+			default:
+				seen = append(seen, name+": no")
+			}
+		}
+		return len(kept) > 0, strings.Join(seen, "; "), nil
+	})
+	return kept, err
+}
+
+// get fetches path from a pod's port through a port-forward.
+func (r *roles) get(ctx context.Context, ns, pod string, port int, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	pf, err := framework.ForwardPort(ctx, r.e.Config, ns, pod, port)
+	if err != nil {
+		return "", err
+	}
+	defer pf.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", pf.Local, path), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return string(b), err
+}
+
+// apiServerAddresses are the API server's Service IP and endpoint IPs:
+// what a pod dials to reach it.
+func (r *roles) apiServerAddresses(ctx context.Context) ([]string, error) {
+	svc := &corev1.Service{}
+	if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc); err != nil {
+		return nil, err
+	}
+	addrs := slices.Clone(svc.Spec.ClusterIPs)
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := r.e.Client.List(ctx, slices, client.InNamespace("default"), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
+		return nil, err
+	}
+	for _, s := range slices.Items {
+		for _, ep := range s.Endpoints {
+			addrs = append(addrs, ep.Addresses...)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no address for the API server")
+	}
+	return addrs, nil
+}

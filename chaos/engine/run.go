@@ -1,0 +1,485 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/chaos/workload"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+)
+
+// RunOptions select and shape a run of the set.
+type RunOptions struct {
+	// Seed drives every choice; scenario i gets ScenarioSeed(Seed, i).
+	Seed uint64
+	// Seeds pins the seed of named scenarios (a replay).
+	Seeds map[string]uint64
+	// Only selects scenarios by name (all when empty).
+	Only []string
+	// Artifacts is the run's folder.
+	Artifacts string
+}
+
+// ScenarioSeed derives the seed of the i-th scenario from the run's.
+func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
+
+// writeStall is the shortest stretch without an acknowledged write that
+// counts as writes having stopped.
+const writeStall = time.Second
+
+// RunAll runs the selected scenarios in turn, writing the report (json,
+// junit, summary, html) after each.
+func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error) {
+	rep := chaos.NewReport(o.Seed, e.Cluster.Name)
+	for i, s := range e.o.Set.Scenarios {
+		if len(o.Only) > 0 && !contains(o.Only, s.Metadata.Name) {
+			continue
+		}
+		seed, pinned := o.Seeds[s.Metadata.Name]
+		if !pinned {
+			seed = ScenarioSeed(o.Seed, i)
+		}
+		res := e.Run(ctx, s, seed, o.Artifacts)
+		rep.Results = append(rep.Results, res)
+		e.logf("%s: %s in %s", s.Metadata.Name, res.Verdict(), res.Took.Round(time.Second))
+		if err := write(rep, o.Artifacts); err != nil {
+			return rep, err
+		}
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+	}
+	return rep, write(rep, o.Artifacts)
+}
+
+func write(rep *chaos.Report, dir string) error {
+	if err := rep.Write(dir); err != nil {
+		return err
+	}
+	_, err := htmlreport.Write(rep, dir)
+	return err
+}
+
+func contains(names []string, n string) bool {
+	for _, x := range names {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// needs are the kernel features an action relies on.
+func needs(action string) []chaos.Feature {
+	switch action {
+	case scenario.ActionPartition:
+		return []chaos.Feature{chaos.IPSet}
+	case scenario.ActionBandwidth:
+		return []chaos.Feature{chaos.TBF}
+	case scenario.ActionDelay, scenario.ActionLoss:
+		return []chaos.Feature{chaos.Netem}
+	}
+	return nil
+}
+
+// run is one scenario's live state.
+type run struct {
+	e      *Engine
+	s      *scenario.Scenario
+	vars   Vars
+	ns     string
+	gvr    schema.GroupVersionResource
+	obj    *unstructured.Unstructured
+	roles  *roles
+	kv     workload.KV
+	res    *chaos.Result
+	closer []func()
+}
+
+func (r *run) fail(format string, args ...any) *chaos.Result {
+	r.res.Errors = append(r.res.Errors, fmt.Sprintf(format, args...))
+	return r.res
+}
+
+// Run runs one scenario on a fresh resource and judges it.
+func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *chaos.Result {
+	start := time.Now()
+	name := s.Metadata.Name
+	r := &run{e: e, s: s, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
+		res: &chaos.Result{Run: &chaos.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
+	defer func() { r.res.Took = time.Since(start) }()
+	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
+		r.res.Skipped = why
+		e.logf("%s: skipped before creating anything: %s", name, why)
+		return r.res
+	}
+	defer r.cleanup(ctx)
+	if err := r.create(ctx); err != nil {
+		return r.fail("creating the resource: %v", err)
+	}
+	if err := r.waitConverged(ctx); err != nil {
+		return r.fail("%v", err)
+	}
+	e.logf("%s: %s %s/%s converged in %s", name, r.obj.GetKind(), r.ns, r.obj.GetName(), time.Since(start).Round(time.Second))
+	r.roles = &roles{e: e, namespace: r.ns, defs: s.Spec.Roles, rng: rand.New(rand.NewPCG(seed, 2))}
+
+	before, err := r.operatorState(ctx)
+	if err != nil {
+		return r.fail("reading the operator before the fault: %v", err)
+	}
+	tctx, stopTimeline := context.WithCancel(ctx)
+	defer stopTimeline()
+	timeline := chaos.WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
+
+	var load *workload.Workload
+	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadEtcdKV {
+		if load, err = r.startEtcdKV(ctx, w, seed); err != nil {
+			return r.fail("starting the workload: %v", err)
+		}
+	}
+	var command chan error
+	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadCommand {
+		command = make(chan error, 1)
+		go func() { command <- r.exec(ctx, w.Command) }()
+	}
+	obs := &chaos.Observer{Pods: r.watchedPods}
+	if m := e.operator.Metrics; m != nil {
+		obs.Scrape, obs.Controller = r.scrapeOperator, m.Controller
+	}
+	obs.Start(ctx)
+
+	f := s.Spec.Fault
+	rng := rand.New(rand.NewPCG(seed, 1))
+	runRes := e.Runner.Run(ctx, chaos.Scenario{
+		Name: name,
+		Hold: f.Hold.Duration,
+		Fault: func(ctx context.Context, _ *rand.Rand) (*chaos.Experiment, error) {
+			return r.experiment(ctx, f)
+		},
+		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
+		Converged: r.waitConverged,
+	}, seed)
+	r.res.Run = runRes
+	var ledger *workload.Ledger
+	if load != nil {
+		ledger = load.Stop()
+	}
+	stopTimeline()
+	r.res.Timeline = timeline.Samples()
+	r.res.Series = &chaos.Series{}
+	if ledger != nil {
+		r.res.Series.SetWorkload(ledger)
+	}
+	r.res.Series.Operator, r.res.Series.Pods = obs.Stop()
+	for _, err := range timeline.Errors() {
+		r.res.Errors = append(r.res.Errors, "the condition timeline is incomplete: its watch failed: "+err)
+	}
+	if runRes.Skipped != "" || runRes.Failed() {
+		if ledger != nil {
+			_, _ = ledger.Save(r.res.Artifacts)
+		}
+		return r.res
+	}
+	if command != nil {
+		if err := <-command; err != nil {
+			r.res.Checks = append(r.res.Checks, chaos.Check{Kind: "workload", Name: "workload command", Value: err.Error(), Budget: "exit 0",
+				Violation: "the workload command failed: " + err.Error()})
+		} else {
+			r.res.Checks = append(r.res.Checks, chaos.Check{Kind: "workload", Name: "workload command", Value: "exit 0", Budget: "exit 0"})
+		}
+	}
+	if err := r.judge(ctx, timeline, ledger, before); err != nil {
+		return r.fail("%v", err)
+	}
+	for _, c := range r.res.Checks {
+		if !c.OK() {
+			r.res.Violations = append(r.res.Violations, c.Violation)
+		}
+	}
+	if len(r.res.Violations) > 0 && ledger != nil {
+		_, _ = ledger.Save(r.res.Artifacts)
+	}
+	e.logf("%s: %d checks, %d violated", name, len(r.res.Checks), len(r.res.Violations))
+	return r.res
+}
+
+// create makes the namespace and the resource, retrying while the
+// operator's webhook cannot be reached yet.
+func (r *run) create(ctx context.Context) error {
+	r.e.seq++
+	r.ns = fmt.Sprintf("chaos-%s-%d", r.s.Metadata.Name, r.e.seq)
+	if len(r.ns) > 63 {
+		r.ns = strings.TrimRight(r.ns[:63], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
+	if err := r.e.Client.Create(ctx, ns); err != nil {
+		return err
+	}
+	objs, err := readObjects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	if err != nil {
+		return err
+	}
+	if len(objs) != 1 {
+		return fmt.Errorf("%s holds %d objects, want 1", r.s.Spec.Resource.Manifest, len(objs))
+	}
+	r.obj = objs[0]
+	r.obj.SetNamespace(r.ns)
+	gvk := r.obj.GroupVersionKind()
+	m, err := r.e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("the cluster does not serve %s: %w", gvk, err)
+	}
+	r.gvr = m.Resource
+	return framework.PollFor(ctx, "the API server to accept "+gvk.Kind+" "+r.obj.GetName(), 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		created, err := r.resource().Create(ctx, r.obj, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		r.obj = created
+		return true, "", nil
+	})
+}
+
+func (r *run) resource() dynamic.ResourceInterface {
+	return r.e.Dynamic.Resource(r.gvr).Namespace(r.ns)
+}
+
+// waitConverged waits until every converged expression holds.
+func (r *run) waitConverged(ctx context.Context) error {
+	progs, err := compile(r.s.Spec.Resource.Converged)
+	if err != nil {
+		return err
+	}
+	within := r.s.Spec.Resource.ConvergeWithin.Duration
+	if within == 0 {
+		within = 5 * time.Minute
+	}
+	return framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
+		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		r.obj = u
+		for i, p := range progs {
+			ok, err := p.eval(u.Object)
+			if err != nil || !ok {
+				return false, fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u)), nil
+			}
+		}
+		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
+			return true, "", nil
+		}
+		pods := &corev1.PodList{}
+		if err := r.e.Client.List(ctx, pods, client.InNamespace(r.ns)); err != nil {
+			return false, err.Error(), nil
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
+				return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
+func statusOf(u *unstructured.Unstructured) string {
+	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+// experiment builds the fault on the roles' pods as they are now.
+func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experiment, error) {
+	roles := r.roles.snapshot()
+	target, err := roles.pods(ctx, f.Target)
+	if err != nil {
+		return nil, err
+	}
+	name := r.s.Metadata.Name
+	switch f.Action {
+	case scenario.ActionPodKill:
+		return chaos.PodKill(name, target), nil
+	case scenario.ActionContainerKill:
+		return chaos.ContainerKill(name, target, f.Container), nil
+	case scenario.ActionPodFailure:
+		return chaos.PodFailure(name, target, 10*time.Minute), nil
+	case scenario.ActionBandwidth:
+		return chaos.Bandwidth(name, target, f.Rate), nil
+	case scenario.ActionDelay:
+		return chaos.Delay(name, target, f.Latency.Duration), nil
+	case scenario.ActionLoss:
+		return chaos.Loss(name, target, f.LossPercent), nil
+	case scenario.ActionPartition:
+		if r.s.Spec.Roles[f.Peer].APIServer {
+			addrs, err := r.roles.apiServerAddresses(ctx)
+			return chaos.PartitionFrom(name, target, addrs...), err
+		}
+		peer, err := roles.pods(ctx, f.Peer)
+		if err != nil {
+			return nil, err
+		}
+		return chaos.Partition(name, target, peer), nil
+	}
+	return nil, fmt.Errorf("unknown action %q", f.Action)
+}
+
+// during takes the scenario's actions in order.
+func (r *run) during(ctx context.Context, _ *rand.Rand) error {
+	for i, a := range r.s.Spec.During {
+		switch {
+		case a.Patch != nil:
+			raw, err := json.Marshal(a.Patch)
+			if err != nil {
+				return err
+			}
+			patch := []byte(r.vars.Expand(string(raw)))
+			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept during[%d]'s patch", i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+				if _, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					return false, err.Error(), nil
+				}
+				return true, "", nil
+			})
+			if err != nil {
+				return err
+			}
+		case a.DeletePods != nil:
+			pods, err := r.roles.pods(ctx, a.DeletePods.Role)
+			if err != nil {
+				return err
+			}
+			for _, name := range pods.Names {
+				if err := r.deletePod(ctx, pods.Namespace, name, a.DeletePods.WithClaims); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// deletePod deletes a pod, and first its claims when asked, so that it
+// comes back with an empty volume.
+func (r *run) deletePod(ctx context.Context, ns, name string, claims bool) error {
+	p := &corev1.Pod{}
+	if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var errs []error
+	if claims {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName}}
+				errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, pvc)))
+			}
+		}
+	}
+	errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, p)))
+	return errors.Join(errs...)
+}
+
+// startEtcdKV opens a tunnel to each pod of the endpoints role and starts
+// the key-value workload through them.
+func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
+	pods, err := r.roles.pods(ctx, w.Endpoints.Role)
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.closer = append(r.closer, cancel)
+	var endpoints []string
+	for _, p := range pods.Names {
+		t, err := framework.OpenTunnel(tctx, r.e.Config, pods.Namespace, p, int(w.Endpoints.Port))
+		if err != nil {
+			return nil, err
+		}
+		endpoints = append(endpoints, t.Addr)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	r.closer = append(r.closer, func() { _ = cli.Close() })
+	kv := workload.EtcdKV{Client: cli}
+	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
+	r.closer = append(r.closer, func() { load.Stop() })
+	err = framework.PollFor(ctx, "the workload's first acknowledged writes", time.Minute, 100*time.Millisecond, func(context.Context) (bool, string, error) {
+		n, last := 0, ""
+		for _, op := range load.Snapshot() {
+			if op.Kind == workload.KindPut && op.Outcome == workload.OK {
+				n++
+			}
+			last = op.Error
+		}
+		return n >= 20, fmt.Sprintf("%d acknowledged writes, last error %q", n, last), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.kv = kv
+	return load, nil
+}
+
+// watchedPods are the resource's namespace's pods and the operator's.
+func (r *run) watchedPods(ctx context.Context) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := r.e.Client.List(ctx, list, client.InNamespace(r.ns)); err != nil {
+		return nil, err
+	}
+	ops, err := r.e.operatorPods(ctx)
+	return append(list.Items, ops...), err
+}
+
+// cleanup collects a bundle when the scenario failed, closes the workload,
+// deletes the resource and waits until it is gone, then the namespace.
+func (r *run) cleanup(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
+	defer cancel()
+	for i := len(r.closer) - 1; i >= 0; i-- {
+		r.closer[i]()
+	}
+	if r.res.Verdict() == chaos.Failed && r.ns != "" {
+		_ = os.MkdirAll(r.res.Artifacts, 0o755)
+		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
+			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Cluster: r.e.Cluster,
+		}); err != nil {
+			r.e.logf("%s: bundle incomplete: %v", r.s.Metadata.Name, err)
+		}
+	}
+	if r.obj != nil && r.obj.GetUID() != "" {
+		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
+		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+		})
+		if err != nil {
+			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
+		}
+	}
+	if r.ns != "" {
+		_ = r.e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+	}
+}
