@@ -29,7 +29,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -97,15 +96,11 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		}
 		return nil, err
 	}
-	if e.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
-		return fail(err)
-	}
-	e.Config.QPS, e.Config.Burst = 50, 100
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1alpha1.AddToScheme(scheme)); err != nil {
 		return fail(err)
 	}
-	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+	if e.Config, e.Client, err = c.Connect(ctx, scheme); err != nil {
 		return fail(err)
 	}
 	if e.Dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
@@ -116,9 +111,6 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		return fail(err)
 	}
 	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	if err := c.WaitSystemReady(ctx, e.Client, 3*time.Minute); err != nil {
-		return fail(err)
-	}
 	if !c.Existing {
 		var images []string
 		for _, img := range e.operator.Images {

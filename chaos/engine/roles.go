@@ -139,14 +139,24 @@ func (r *resolution) resolve(ctx context.Context, name string) (chaos.Pods, erro
 // probe keeps the pods whose answer contains what the probe expects,
 // asking until at least one does (a leader may be being elected).
 func (r *roles) probe(ctx context.Context, role string, pods chaos.Pods, p *scenario.Probe) ([]string, error) {
-	path := p.Path
 	var kept []string
-	what := fmt.Sprintf("a pod of role %s whose :%d%s contains %q", role, p.Port, path, p.Contains)
+	what := fmt.Sprintf("a pod of role %s whose :%d%s contains %q", role, p.Port, p.Path, p.Contains)
+	if p.Exec != nil {
+		what = fmt.Sprintf("a pod of role %s where %v prints %q", role, p.Exec.Command, p.Contains)
+	}
 	err := framework.PollFor(ctx, what, time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		kept = nil
 		var seen []string
 		for _, name := range pods.Names {
-			body, err := r.get(ctx, pods.Namespace, name, int(p.Port), path)
+			var body string
+			var err error
+			if p.Exec != nil {
+				ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				body, err = execIn(ectx, r.e.Config, pods.Namespace, name, p.Exec.Container, p.Exec.Command)
+				cancel()
+			} else {
+				body, err = r.get(ctx, pods.Namespace, name, int(p.Port), p.Path)
+			}
 			switch {
 			case err != nil:
 				seen = append(seen, fmt.Sprintf("%s: %v", name, err))

@@ -145,12 +145,22 @@ type Role struct {
 	APIServer bool `json:"apiServer,omitempty"`
 }
 
-// Probe asks each pod a question over HTTP through a port-forward.
+// Probe asks each pod a question: an HTTP GET of Path on Port through a
+// port-forward, or a command run in one of its containers (Exec).
 type Probe struct {
-	Port int32  `json:"port"`
-	Path string `json:"path"`
-	// Contains is what the answer's body must contain.
+	Port int32  `json:"port,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Exec runs a command in the pod instead of an HTTP GET.
+	Exec *ExecProbe `json:"exec,omitempty"`
+	// Contains is what the answer (the body, or the command's output)
+	// must contain.
 	Contains string `json:"contains"`
+}
+
+// ExecProbe is a command run in a container of the pod.
+type ExecProbe struct {
+	Container string   `json:"container,omitempty"`
+	Command   []string `json:"command"`
 }
 
 // Fault actions.

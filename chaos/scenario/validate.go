@@ -260,9 +260,18 @@ func (c *checker) roles(roles map[string]Role) {
 			c.at(p, "an apiServer role is addresses, not pods: it takes no probe, pick or exclude")
 		}
 		if r.Probe != nil {
-			c.port(p+".probe.port", r.Probe.Port)
-			if !strings.HasPrefix(r.Probe.Path, "/") {
-				c.at(p+".probe.path", "%q: want an absolute path such as /metrics", r.Probe.Path)
+			switch pr := r.Probe; {
+			case pr.Exec != nil && (pr.Port != 0 || pr.Path != ""):
+				c.at(p+".probe", "set exec, or port and path, not both")
+			case pr.Exec != nil:
+				if len(pr.Exec.Command) == 0 {
+					c.at(p+".probe.exec.command", "required: the command and its arguments")
+				}
+			default:
+				c.port(p+".probe.port", pr.Port)
+				if !strings.HasPrefix(pr.Path, "/") {
+					c.at(p+".probe.path", "%q: want an absolute path such as /metrics", pr.Path)
+				}
 			}
 			if r.Probe.Contains == "" {
 				c.at(p+".probe.contains", "required: what the answer of the pods this role keeps contains")

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,20 +122,13 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 		}
 		return nil, err
 	}
-	if e.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
-		return fail(err)
-	}
-	e.Config.QPS, e.Config.Burst = 50, 100
 	if e.Scheme, err = operator.NewScheme(); err != nil {
 		return fail(err)
 	}
-	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+	if e.Config, e.Client, err = c.Connect(ctx, e.Scheme); err != nil {
 		return fail(err)
 	}
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
-		return fail(err)
-	}
-	if err := c.WaitSystemReady(ctx, e.Client, 3*time.Minute); err != nil {
 		return fail(err)
 	}
 	if !c.Existing {

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/cluster"
@@ -311,4 +314,23 @@ func (c *Cluster) WaitSystemReady(ctx context.Context, cl client.Client, timeout
 	}
 	c.progress("system workloads of %s ready after %s", c.Name, since(start))
 	return nil
+}
+
+// Connect returns a client config for the cluster (QPS 50, burst 100: a
+// test drives many objects) and a client with scheme, once the cluster's
+// own workloads are ready (WaitSystemReady, up to three minutes).
+func (c *Cluster) Connect(ctx context.Context, scheme *runtime.Scheme) (*rest.Config, client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.WaitSystemReady(ctx, cl, 3*time.Minute); err != nil {
+		return nil, nil, err
+	}
+	return cfg, cl, nil
 }
