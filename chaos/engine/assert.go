@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -14,10 +13,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	kscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos"
@@ -460,32 +455,6 @@ func (r *run) exec(ctx context.Context, c *scenario.Command) error {
 	if err != nil {
 		return err
 	}
-	out, err := execIn(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command)
-	if err != nil {
-		if len(out) > 400 {
-			out = out[len(out)-400:]
-		}
-		return fmt.Errorf("%w: %s", err, out)
-	}
-	return nil
+	_, err = framework.Exec(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command...)
+	return err
 }
-
-// execIn runs a command in a pod's container and returns its output
-// (stdout and stderr together).
-func execIn(ctx context.Context, cfg *rest.Config, ns, pod, container string, command []string) (string, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, clientgoParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return "", err
-	}
-	var out bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-	return out.String(), err
-}
-
-var clientgoParameterCodec = kscheme.ParameterCodec

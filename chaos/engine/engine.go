@@ -36,12 +36,13 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // Options describe where and what to run.
 type Options struct {
 	// Cluster is the kind cluster to create, or the existing one to use.
-	Cluster framework.ClusterOptions
+	Cluster cluster.Options
 	// Chaos installs Chaos Mesh.
 	Chaos install.Options
 	// Set is the operator and the scenarios (scenario.LoadPaths).
@@ -60,7 +61,7 @@ type Options struct {
 // scenarios of a set.
 type Engine struct {
 	o        Options
-	Cluster  *framework.Cluster
+	Cluster  *cluster.Cluster
 	Config   *rest.Config
 	Client   client.Client
 	Dynamic  dynamic.Interface
@@ -85,7 +86,7 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	spec.Args = append(append([]string(nil), spec.Args...), o.OperatorArgs...)
 	e := &Engine{o: o, operator: &spec}
 	e.opVars = Vars{Overrides: o.Overrides, Defaults: e.operator.Variables}
-	c, err := framework.StartCluster(ctx, o.Cluster)
+	c, err := cluster.Start(ctx, o.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 	var objs []*unstructured.Unstructured
 	var err error
 	if e.operator.Kustomize != "" {
-		objs, err = framework.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
+		objs, err = cluster.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
 	} else {
 		for _, m := range e.operator.Manifests {
 			more, rerr := readObjects(filepath.Join(dir, m), e.opVars)
@@ -176,18 +177,18 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 			continue
 		}
 		name := e.opVars.Expand(img.Name)
-		if framework.SetImage(objs, img.Replaces, name) == 0 {
+		if cluster.SetImage(objs, img.Replaces, name) == 0 {
 			return fmt.Errorf("no container in the operator's manifests runs %s", img.Replaces)
 		}
 		if !argsDone {
-			framework.AppendArgs(objs, name, e.operator.Args...)
+			cluster.AppendArgs(objs, name, e.operator.Args...)
 			argsDone = true
 		}
 	}
 	if !argsDone {
 		return errors.New("spec.args needs an image with replaces: the container to append them to")
 	}
-	d, err := framework.Deploy(ctx, e.Config, objs, framework.DeployOptions{})
+	d, err := cluster.Deploy(ctx, e.Config, objs, cluster.DeployOptions{})
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,9 @@ func (r *roles) probe(ctx context.Context, role string, pods chaos.Pods, p *scen
 			var err error
 			if p.Exec != nil {
 				ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				body, err = execIn(ectx, r.e.Config, pods.Namespace, name, p.Exec.Container, p.Exec.Command)
+				var res framework.ExecResult
+				res, err = framework.Exec(ectx, r.e.Config, pods.Namespace, name, p.Exec.Container, p.Exec.Command...)
+				body = res.Stdout
 				cancel()
 			} else {
 				body, err = r.get(ctx, pods.Namespace, name, int(p.Port), p.Path)

@@ -464,7 +464,7 @@ func (r *run) cleanup(ctx context.Context) {
 	if r.res.Verdict() == chaos.Failed && r.ns != "" {
 		_ = os.MkdirAll(r.res.Artifacts, 0o755)
 		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
-			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Cluster: r.e.Cluster,
+			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: r.e.Cluster.BundleLogs(),
 		}); err != nil {
 			r.e.logf("%s: bundle incomplete: %v", r.s.Metadata.Name, err)
 		}

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // Defaults of Options.
@@ -182,7 +182,7 @@ func Install(ctx context.Context, cfg *rest.Config, o Options) (*Installation, e
 		if err != nil {
 			return "", err
 		}
-		d, err := framework.Deploy(ctx, cfg, objs, framework.DeployOptions{FieldManager: FieldOwner, Timeout: o.Timeout})
+		d, err := cluster.Deploy(ctx, cfg, objs, cluster.DeployOptions{FieldManager: FieldOwner, Timeout: o.Timeout})
 		if d != nil {
 			inst.Applied, inst.Warnings = d.Applied, d.Warnings
 		}

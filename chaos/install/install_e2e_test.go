@@ -30,6 +30,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // TestInstallE2E installs Chaos Mesh on a fresh kind cluster, installs it
@@ -44,7 +45,7 @@ func TestInstallE2E(t *testing.T) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	controllerImage := getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage)
 	daemonImage := getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage)
-	existing := os.Getenv(framework.EnvExistingCluster) == "1"
+	existing := os.Getenv(cluster.EnvExistingCluster) == "1"
 	if !existing {
 		for _, img := range []string{controllerImage, daemonImage} {
 			if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", img).CombinedOutput(); err != nil {
@@ -53,7 +54,7 @@ func TestInstallE2E(t *testing.T) {
 		}
 	}
 
-	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+	cluster, err := cluster.Start(ctx, cluster.Options{
 		NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
 		ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // Environment variables make test-chaos and make test-chaos-bug set.
@@ -49,7 +50,7 @@ func setup(t *testing.T, paths []string, overrides map[string]string, args ...st
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	e, err := engine.Setup(ctx, engine.Options{
-		Cluster: framework.ClusterOptions{
+		Cluster: cluster.Options{
 			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
 			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
 		},

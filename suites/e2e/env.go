@@ -29,12 +29,13 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // Options describe the environment.
 type Options struct {
 	// Cluster options: node image, kind config, keep, existing.
-	Cluster framework.ClusterOptions
+	Cluster cluster.Options
 	// OperatorImage, EtcdImage and EtcdUpgradeFrom are loaded into the
 	// cluster; the operator is deployed with OperatorImage.
 	OperatorImage, EtcdImage, EtcdUpgradeFrom string
@@ -62,7 +63,7 @@ const (
 // with the defaults above.
 func OptionsFromEnv() Options {
 	return Options{
-		Cluster: framework.ClusterOptions{
+		Cluster: cluster.Options{
 			NodeImage:  Getenv("GAUNTLET_NODE_IMAGE", DefaultNodeImage),
 			ConfigFile: framework.CRDPath(Getenv("GAUNTLET_KIND_CONFIG", DefaultKindConfig)),
 		},
@@ -89,14 +90,14 @@ const OperatorDeployment = "gauntlet-controller-manager"
 // Env is a cluster with the operator running.
 type Env struct {
 	Options
-	Cluster   *framework.Cluster
+	Cluster   *cluster.Cluster
 	Config    *rest.Config
 	Client    client.Client
 	Clientset kubernetes.Interface
 	Scheme    *runtime.Scheme
 	// Deployed is what deploying the operator applied and the API server's
 	// warnings about it.
-	Deployed *framework.Deployment
+	Deployed *cluster.Deployment
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the
@@ -111,7 +112,7 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	}
 	o.Cluster.Log = o.Log
 	e := &Env{Options: o}
-	c, err := framework.StartCluster(ctx, o.Cluster)
+	c, err := cluster.Start(ctx, o.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -153,17 +154,17 @@ func (e *Env) progress(format string, args ...any) {
 // on any PodSecurity warning, and waits for the manager to be available.
 func (e *Env) deployOperator(ctx context.Context) error {
 	start := time.Now()
-	objs, err := framework.RenderKustomization(e.Manifests)
+	objs, err := cluster.RenderKustomization(e.Manifests)
 	if err != nil {
 		return err
 	}
-	if framework.SetImage(objs, "gauntlet.dev/operator", e.OperatorImage) == 0 {
+	if cluster.SetImage(objs, "gauntlet.dev/operator", e.OperatorImage) == 0 {
 		return fmt.Errorf("no container in %s runs gauntlet.dev/operator", e.Manifests)
 	}
 	if len(e.OperatorArgs) > 0 {
-		framework.AppendArgs(objs, e.OperatorImage, e.OperatorArgs...)
+		cluster.AppendArgs(objs, e.OperatorImage, e.OperatorArgs...)
 	}
-	d, err := framework.Deploy(ctx, e.Config, objs, framework.DeployOptions{})
+	d, err := cluster.Deploy(ctx, e.Config, objs, cluster.DeployOptions{})
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (e *Env) NewNamespace(t *testing.T, prefix string) string {
 	})
 	framework.BundleOnFailure(t, "e2e", func() framework.BundleOptions {
 		return framework.BundleOptions{
-			Config: e.Config, Namespaces: []string{ns, OperatorNamespace}, Cluster: e.Cluster,
+			Config: e.Config, Namespaces: []string{ns, OperatorNamespace}, Logs: e.Cluster.BundleLogs(),
 			Files: map[string]func(context.Context) (string, error){
 				"metrics.txt":      e.metricsText,
 				"etcd-members.txt": func(ctx context.Context) (string, error) { return e.describeMembers(ctx, ns) },

@@ -34,8 +34,9 @@ type BundleOptions struct {
 	// snapshot, etcd's member list and endpoint status, and so on. A
 	// function's error is written into the file instead.
 	Files map[string]func(ctx context.Context) (string, error)
-	// Cluster, if set, also exports kind's logs (into kind/).
-	Cluster *Cluster
+	// Logs, if set, also exports the cluster's own logs into dir (kind's
+	// node logs: cluster.Cluster.ExportLogs).
+	Logs func(dir string) error
 }
 
 // CollectBundle writes everything a failed test leaves to look at under
@@ -117,8 +118,8 @@ func CollectBundle(ctx context.Context, dir string, o BundleOptions) error {
 		}
 		write(filepath.Join(dir, name), content, note)
 	}
-	if o.Cluster != nil && !o.Cluster.Existing {
-		if err := o.Cluster.ExportLogs(filepath.Join(dir, "kind")); err != nil {
+	if o.Logs != nil {
+		if err := o.Logs(filepath.Join(dir, "kind")); err != nil {
 			note("%v", err)
 		}
 	}

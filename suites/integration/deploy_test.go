@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // TestOperatorManifestsPassAdmissionWithoutWarnings renders the operator's
@@ -19,9 +20,9 @@ import (
 func TestOperatorManifestsPassAdmissionWithoutWarnings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	objs, err := framework.RenderKustomization(framework.CRDPath("operator/config/default"))
+	objs, err := cluster.RenderKustomization(framework.CRDPath("operator/config/default"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(framework.SetImage(objs, "gauntlet.dev/operator", "gauntlet.dev/operator:integration")).To(Equal(1))
+	g.Expect(cluster.SetImage(objs, "gauntlet.dev/operator", "gauntlet.dev/operator:integration")).To(Equal(1))
 
 	var namespaces, rest []*unstructured.Unstructured
 	for _, o := range objs {
@@ -33,11 +34,11 @@ func TestOperatorManifestsPassAdmissionWithoutWarnings(t *testing.T) {
 	}
 	g.Expect(namespaces).To(HaveLen(1))
 	g.Expect(namespaces[0].GetLabels()).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
-	d, err := framework.Deploy(ctx, env.Config, namespaces, framework.DeployOptions{})
+	d, err := cluster.Deploy(ctx, env.Config, namespaces, cluster.DeployOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Warnings).To(BeEmpty())
 
-	d, err = framework.Deploy(ctx, env.Config, rest, framework.DeployOptions{DryRun: true})
+	d, err = cluster.Deploy(ctx, env.Config, rest, cluster.DeployOptions{DryRun: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Applied).To(ContainElements(
 		"CustomResourceDefinition//databaseclusters.database.gauntlet.dev",
@@ -54,7 +55,7 @@ func TestOperatorManifestsPassAdmissionWithoutWarnings(t *testing.T) {
 		}
 	}
 	g.Expect(unstructured.SetNestedField(bad.Object, false, "spec", "template", "spec", "securityContext", "runAsNonRoot")).To(Succeed())
-	d, err = framework.Deploy(ctx, env.Config, []*unstructured.Unstructured{bad}, framework.DeployOptions{DryRun: true})
+	d, err = cluster.Deploy(ctx, env.Config, []*unstructured.Unstructured{bad}, cluster.DeployOptions{DryRun: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Warnings).To(ContainElement(ContainSubstring("violate PodSecurity")))
 }

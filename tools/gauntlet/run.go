@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
 // Defaults of the cluster flags: the offline node image `make node-image`
@@ -271,7 +272,7 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	}
 	prog.Phase("cluster, operator and Chaos Mesh")
 	e, err := engine.Setup(ctx, engine.Options{
-		Cluster: framework.ClusterOptions{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
+		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
 		Set:          f.loaded,

@@ -1,4 +1,4 @@
-package framework
+package cluster
 
 import (
 	"context"
@@ -20,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kind/pkg/cluster"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // Environment variables of the cluster backend.
@@ -36,8 +38,8 @@ const (
 	EnvExistingCluster = "GAUNTLET_EXISTING_CLUSTER"
 )
 
-// ClusterOptions describe the cluster a suite runs on.
-type ClusterOptions struct {
+// Options describe the cluster a suite runs on.
+type Options struct {
 	// Name of the kind cluster; a unique "gauntlet-<random>" when empty.
 	Name string
 	// NodeImage is the kind node image (for example a locally built
@@ -73,16 +75,16 @@ type Cluster struct {
 	// it can pull from).
 	Existing bool
 
-	opts     ClusterOptions
-	provider *cluster.Provider
+	opts     Options
+	provider *kindcluster.Provider
 	log      io.Writer
 	mu       sync.Mutex
 }
 
-// StartCluster creates a kind cluster (or adopts the existing one) and
+// Start creates a kind cluster (or adopts the existing one) and
 // returns once its API server answers. Every step prints a progress line
 // with its duration.
-func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Log == nil {
 		o.Log = os.Stderr
 	}
@@ -100,7 +102,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 			c.Kubeconfig = os.Getenv("KUBECONFIG")
 		}
 		if c.Kubeconfig == "" {
-			return nil, fmt.Errorf("%s=1 needs a kubeconfig: set KUBECONFIG or ClusterOptions.Kubeconfig", EnvExistingCluster)
+			return nil, fmt.Errorf("%s=1 needs a kubeconfig: set KUBECONFIG or Options.Kubeconfig", EnvExistingCluster)
 		}
 		c.progress("using the existing cluster of %s", c.Kubeconfig)
 		return c, nil
@@ -127,7 +129,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		o.WaitForReady = 3 * time.Minute
 	}
 	c.Name, c.Kubeconfig, c.opts = o.Name, o.Kubeconfig, o
-	c.provider = cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(&kindLogger{w: o.Log}))
+	c.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(&kindLogger{w: o.Log}))
 
 	var errs []error
 	for attempt := 1; attempt <= o.Attempts; attempt++ {
@@ -136,17 +138,17 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		}
 		start := time.Now()
 		c.progress("creating kind cluster %s (node image %s, attempt %d of %d)", o.Name, o.NodeImage, attempt, o.Attempts)
-		opts := []cluster.CreateOption{
-			cluster.CreateWithKubeconfigPath(o.Kubeconfig),
-			cluster.CreateWithWaitForReady(o.WaitForReady),
-			cluster.CreateWithDisplayUsage(false),
-			cluster.CreateWithDisplaySalutation(false),
+		opts := []kindcluster.CreateOption{
+			kindcluster.CreateWithKubeconfigPath(o.Kubeconfig),
+			kindcluster.CreateWithWaitForReady(o.WaitForReady),
+			kindcluster.CreateWithDisplayUsage(false),
+			kindcluster.CreateWithDisplaySalutation(false),
 		}
 		if o.NodeImage != "" {
-			opts = append(opts, cluster.CreateWithNodeImage(o.NodeImage))
+			opts = append(opts, kindcluster.CreateWithNodeImage(o.NodeImage))
 		}
 		if o.ConfigFile != "" {
-			opts = append(opts, cluster.CreateWithConfigFile(o.ConfigFile))
+			opts = append(opts, kindcluster.CreateWithConfigFile(o.ConfigFile))
 		}
 		err := c.provider.Create(o.Name, opts...)
 		if err == nil {
@@ -285,7 +287,7 @@ func (c *Cluster) WaitSystemReady(ctx context.Context, cl client.Client, timeout
 		namespaces = []string{"kube-system", "local-path-storage"}
 	}
 	start := time.Now()
-	err := PollFor(ctx, "the cluster's system workloads to be ready", timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+	err := framework.PollFor(ctx, "the cluster's system workloads to be ready", timeout, time.Second, func(ctx context.Context) (bool, string, error) {
 		var waiting []string
 		for _, ns := range namespaces {
 			deps := &appsv1.DeploymentList{}
@@ -333,4 +335,13 @@ func (c *Cluster) Connect(ctx context.Context, scheme *runtime.Scheme) (*rest.Co
 		return nil, nil, err
 	}
 	return cfg, cl, nil
+}
+
+// BundleLogs is what framework.BundleOptions.Logs takes: kind's node logs,
+// or nil for an adopted cluster (its logs are not ours to export).
+func (c *Cluster) BundleLogs() func(dir string) error {
+	if c == nil || c.Existing {
+		return nil
+	}
+	return c.ExportLogs
 }

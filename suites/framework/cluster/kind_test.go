@@ -1,4 +1,4 @@
-package framework
+package cluster
 
 import (
 	"io"
@@ -8,11 +8,11 @@ import (
 func TestExistingClusterIsAdoptedNotCreated(t *testing.T) {
 	t.Setenv(EnvExistingCluster, "1")
 	t.Setenv("KUBECONFIG", "")
-	if _, err := StartCluster(t.Context(), ClusterOptions{Log: io.Discard}); err == nil {
+	if _, err := Start(t.Context(), Options{Log: io.Discard}); err == nil {
 		t.Fatal("an existing cluster without a kubeconfig was accepted")
 	}
 	t.Setenv("KUBECONFIG", "/tmp/some-kubeconfig")
-	c, err := StartCluster(t.Context(), ClusterOptions{Log: io.Discard})
+	c, err := Start(t.Context(), Options{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

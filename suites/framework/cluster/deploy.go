@@ -1,4 +1,4 @@
-package framework
+package cluster
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // RenderKustomization builds a kustomization directory (as `kubectl
@@ -194,7 +196,7 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, objs []*unstruc
 		if u.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		err := PollFor(ctx, "CRD "+u.GetName()+" to be established", timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		err := framework.PollFor(ctx, "CRD "+u.GetName()+" to be established", timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 			got, err := dyn.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error(), nil
