@@ -227,15 +227,24 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 // create makes the namespace and the resource, retrying while the
 // operator's webhook cannot be reached yet.
 func (r *run) create(ctx context.Context) error {
-	r.e.seq++
-	r.ns = fmt.Sprintf("chaos-%s-%d", r.s.Metadata.Name, r.e.seq)
-	if len(r.ns) > 63 {
-		r.ns = strings.TrimRight(r.ns[:63], "-")
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
-	if err := r.e.Client.Create(ctx, ns); err != nil {
-		return err
+	// On an existing cluster an earlier run's namespace of the same name
+	// may still be terminating: take the next sequence number.
+	for attempt := 0; ; attempt++ {
+		r.e.seq++
+		r.ns = fmt.Sprintf("chaos-%s-%d", r.s.Metadata.Name, r.e.seq)
+		if len(r.ns) > 63 {
+			r.ns = strings.TrimRight(r.ns[:63], "-")
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns,
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
+		err := r.e.Client.Create(ctx, ns)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) || attempt == 20 {
+			r.ns = ""
+			return err
+		}
 	}
 	objs, err := readObjects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
 	if err != nil {
