@@ -78,7 +78,7 @@ const notJudged = "not judged"
 func Checks(f Figures, b Budget) []Check {
 	var out []Check
 	within := func(kind, name, what string, d time.Duration, limit metav1.Duration) {
-		c := Check{Kind: kind, Name: name, Value: ms(d), Budget: notJudged}
+		c := Check{Kind: kind, Name: name, Value: FormatDuration(d), Budget: notJudged}
 		if limit.Duration != 0 {
 			c.Budget = "≤ " + limit.Duration.String()
 		}

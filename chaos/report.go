@@ -130,12 +130,14 @@ func (r *Report) Write(dir string) error {
 // String is the figures on one line, for progress logs.
 func (f *Figures) String() string {
 	return fmt.Sprintf("Degraded after %s, Available %s after the heal, writes resumed after %s (longest gap %s); %d ops checked (%d acked, %d ambiguous writes), %d lost, linearizable: %s; operator restarts %d, reconcile errors +%v, panics +%v",
-		ms(f.TimeToDegraded), ms(f.TimeToAvailable), ms(f.WritesResumeAfter), ms(f.LongestWriteGap), f.Operations, f.AckedWrites, f.AmbiguousWrites,
+		FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.AckedWrites, f.AmbiguousWrites,
 		f.WritesLost, f.Linearizable, f.OperatorRestarts, f.ErrorsDelta, f.PanicsDelta)
 }
 
-// ms rounds a figure to 100ms; a negative one never happened.
-func ms(d time.Duration) string {
+// FormatDuration prints a figure rounded to 100ms; a negative one never
+// happened. The summary, the HTML report, the engine's checks and
+// gauntlet compare all print durations this way.
+func FormatDuration(d time.Duration) string {
 	if d < 0 {
 		return "never"
 	}
@@ -156,7 +158,7 @@ func (r *Report) Summary() string {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", res.Scenario, res.Verdict(), res.Experiment,
-			ms(f.TimeToDegraded), ms(f.TimeToAvailable), ms(f.WritesResumeAfter), ms(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
+			FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
 	}
 	for _, res := range r.Results {
 		switch res.Verdict() {

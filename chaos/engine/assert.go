@@ -246,21 +246,14 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 	if ok {
 		d = at.Sub(t0)
 	}
-	c.Value = round(d)
+	c.Value = chaos.FormatDuration(d)
 	switch {
 	case !ok:
 		c.Violation = fmt.Sprintf("%s=%s never happened after %s (budget %s)", what, ca.Status, ca.After, ca.Within.Duration)
 	case d > ca.Within.Duration:
-		c.Violation = fmt.Sprintf("%s=%s %s after %s, over the budget of %s", what, ca.Status, round(d), ca.After, ca.Within.Duration)
+		c.Violation = fmt.Sprintf("%s=%s %s after %s, over the budget of %s", what, ca.Status, chaos.FormatDuration(d), ca.After, ca.Within.Duration)
 	}
 	return c, nil
-}
-
-func round(d time.Duration) string {
-	if d < 0 {
-		return "never"
-	}
-	return d.Round(100 * time.Millisecond).String()
 }
 
 // firstCEL is when, at or after from, the expression first gave want.
@@ -336,9 +329,9 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		return nil
 	}
 	if wa.WritesResumeWithin.Duration > 0 {
-		c := chaos.Check{Kind: "workload", Name: "writes resume after the fault", Value: round(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
+		c := chaos.Check{Kind: "workload", Name: "writes resume after the fault", Value: chaos.FormatDuration(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
 		if f.WritesResumeAfter > wa.WritesResumeWithin.Duration {
-			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", round(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
+			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", chaos.FormatDuration(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
 		}
 		r.res.Checks = append(r.res.Checks, c)
 	}

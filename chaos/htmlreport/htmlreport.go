@@ -26,7 +26,7 @@ const FileName = "report.html"
 var pageTemplate string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dur":  func(d time.Duration) string { return roundDur(d) },
+	"dur":  chaos.FormatDuration,
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(pageTemplate))
 
@@ -153,12 +153,4 @@ func bundle(folder string) bool {
 		}
 	}
 	return false
-}
-
-// roundDur rounds a figure to 100ms; a negative one never happened.
-func roundDur(d time.Duration) string {
-	if d < 0 {
-		return "never"
-	}
-	return d.Round(100 * time.Millisecond).String()
 }

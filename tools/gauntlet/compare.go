@@ -84,7 +84,7 @@ func compare(w io.Writer, a, b *chaos.Report) error {
 			switch {
 			case f.dur != nil:
 				da, db := f.dur(fa), f.dur(fb)
-				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, roundDur(da), roundDur(db), durChange(da, db))
+				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, chaos.FormatDuration(da), chaos.FormatDuration(db), durChange(da, db))
 			case f.num != nil:
 				na, nb := f.num(fa), f.num(fb)
 				_, _ = fmt.Fprintf(tw, "\t%s\t%v\t%v\t%s\n", f.name, na, nb, numChange(na, nb))
@@ -110,13 +110,6 @@ func sameOr(a, b string) string {
 		return "="
 	}
 	return "changed"
-}
-
-func roundDur(d time.Duration) string {
-	if d < 0 {
-		return "never"
-	}
-	return d.Round(100 * time.Millisecond).String()
 }
 
 // durChange is B-A with its sign and, when A is not zero, the ratio.
