@@ -68,7 +68,7 @@ func TestChaosMeshRejectsWhatItShould(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 }
 
-func TestJudge(t *testing.T) {
+func TestChecks(t *testing.T) {
 	ok := Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: 5 * time.Second, WritesResumeAfter: 3 * time.Second,
 		Operations: 500, Linearizable: "Ok"}
 	b := Budget{DegradedWithin: metav1.Duration{Duration: 30 * time.Second}, AvailableWithin: metav1.Duration{Duration: time.Minute},
@@ -97,7 +97,7 @@ func TestJudge(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := ok
 			c.mutate(&f)
-			v := Judge(f, b)
+			v := Violations(Checks(f, b))
 			if c.want == "" {
 				NewWithT(t).Expect(v).To(BeEmpty())
 				return
@@ -114,8 +114,7 @@ func sample(tl *Timeline, at time.Time, conds map[string]string) {
 		list = append(list, map[string]any{"type": t, "status": s, "reason": "R"})
 	}
 	_ = unstructured.SetNestedSlice(u.Object, list, "status", "conditions")
-	tl.add(u)
-	tl.samples[len(tl.samples)-1].At = at
+	tl.add(at, u)
 }
 
 func TestTimeline(t *testing.T) {

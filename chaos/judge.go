@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // Budget is what a scenario may cost. Zero durations mean "not judged".
@@ -156,30 +153,13 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// Judge compares figures with a budget and returns every violation.
-func Judge(f Figures, b Budget) []string {
+// Violations are the violated checks' messages.
+func Violations(checks []Check) []string {
 	var v []string
-	for _, c := range Checks(f, b) {
+	for _, c := range checks {
 		if !c.OK() {
 			v = append(v, c.Violation)
 		}
 	}
 	return v
-}
-
-// ControllerMetrics are the controller-runtime metrics the judgement reads
-// for one controller.
-type ControllerMetrics struct {
-	Panics, Errors, WorkqueueDepth float64
-}
-
-// ReadControllerMetrics reads controller's reconcile panics and errors and
-// its workqueue depth from a scrape of a controller-runtime manager.
-func ReadControllerMetrics(families map[string]*dto.MetricFamily, controller string) ControllerMetrics {
-	c := map[string]string{"controller": controller}
-	return ControllerMetrics{
-		Panics:         framework.SumSamples(families, "controller_runtime_reconcile_panics_total", c),
-		Errors:         framework.SumSamples(families, "controller_runtime_reconcile_errors_total", c),
-		WorkqueueDepth: framework.SumSamples(families, "workqueue_depth", map[string]string{"name": controller}),
-	}
 }

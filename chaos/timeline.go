@@ -62,7 +62,7 @@ func WatchConditions(ctx context.Context, dyn dynamic.Interface, gvr schema.Grou
 		defer close(tl.done)
 		_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Deleted {
-				tl.add(u)
+				tl.add(time.Now(), u)
 			}
 			return false, nil
 		})
@@ -79,12 +79,13 @@ func WatchConditions(ctx context.Context, dyn dynamic.Interface, gvr schema.Grou
 // watch (or a test).
 func NewTimeline() *Timeline { return &Timeline{done: make(chan struct{})} }
 
-// Record adds one observed version of the object, as a watch event does.
-func (tl *Timeline) Record(u *unstructured.Unstructured) { tl.add(u) }
+// Record adds one version of the object observed at at, as a watch event
+// does.
+func (tl *Timeline) Record(at time.Time, u *unstructured.Unstructured) { tl.add(at, u) }
 
-func (tl *Timeline) add(u *unstructured.Unstructured) {
+func (tl *Timeline) add(at time.Time, u *unstructured.Unstructured) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	s := Sample{At: time.Now(), Conditions: map[string]string{}, status: map[string]metav1.ConditionStatus{}}
+	s := Sample{At: at, Conditions: map[string]string{}, status: map[string]metav1.ConditionStatus{}}
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {

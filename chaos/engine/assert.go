@@ -21,14 +21,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
-var celEnv = func() *cel.Env {
-	env, err := cel.NewEnv(cel.Variable("self", cel.DynType))
-	if err != nil {
-		panic(err)
-	}
-	return env
-}()
-
 // program is a compiled CEL expression over the resource.
 type program struct {
 	src string
@@ -38,11 +30,7 @@ type program struct {
 func compile(exprs []string) ([]program, error) {
 	out := make([]program, 0, len(exprs))
 	for _, e := range exprs {
-		ast, iss := celEnv.Compile(e)
-		if iss != nil && iss.Err() != nil {
-			return nil, fmt.Errorf("CEL %q: %w", e, iss.Err())
-		}
-		prg, err := celEnv.Program(ast)
+		prg, err := scenario.CompileCEL(e)
 		if err != nil {
 			return nil, fmt.Errorf("CEL %q: %w", e, err)
 		}
@@ -283,11 +271,8 @@ func firstCEL(tl *chaos.Timeline, p program, want bool, from time.Time) (time.Ti
 
 // everCEL tells whether the expression gave want at any moment in [from, to].
 func everCEL(tl *chaos.Timeline, p program, want bool, from, to time.Time) bool {
-	if _, ok := firstCEL(tl, p, want, from); !ok {
-		return false
-	}
-	at, _ := firstCEL(tl, p, want, from)
-	return !at.After(to)
+	at, ok := firstCEL(tl, p, want, from)
+	return ok && !at.After(to)
 }
 
 // workloadChecks verifies the data and bounds the workload's figures.

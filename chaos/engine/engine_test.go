@@ -41,6 +41,8 @@ func TestNeeds(t *testing.T) {
 	g.Expect(needs(scenario.ActionPartition)).To(Equal([]chaos.Feature{chaos.IPSet}))
 	g.Expect(needs(scenario.ActionDelay)).To(Equal([]chaos.Feature{chaos.Netem}))
 	g.Expect(needs(scenario.ActionPodKill)).To(BeEmpty())
+	g.Expect(needs(scenario.ActionBandwidth)).To(Equal([]chaos.Feature{chaos.TBF}))
+	g.Expect(needs(scenario.ActionLoss)).To(Equal([]chaos.Feature{chaos.Netem}))
 }
 
 func TestRestarts(t *testing.T) {
@@ -76,22 +78,20 @@ func TestCELOverTheTimeline(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("CEL")))
 
 	tl := chaos.NewTimeline()
-	t0 := time.Now()
-	tl.Record(object(3, 3, "Available", "True"))
-	time.Sleep(5 * time.Millisecond)
-	mid := time.Now()
-	time.Sleep(5 * time.Millisecond)
-	tl.Record(object(3, 2, "Available", "True"))
-	time.Sleep(5 * time.Millisecond)
-	tl.Record(object(3, 3, "Available", "True"))
-	end := time.Now()
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tl.Record(at(0), object(3, 3, "Available", "True"))
+	mid := at(5)
+	tl.Record(at(10), object(3, 2, "Available", "True"))
+	tl.Record(at(15), object(3, 3, "Available", "True"))
+	end := at(20)
 
-	at, ok := firstCEL(tl, p, true, t0.Add(-time.Second))
+	first, ok := firstCEL(tl, p, true, t0.Add(-time.Second))
 	g.Expect(ok).To(BeTrue())
-	g.Expect(at).To(BeTemporally(">=", t0), "nothing was in force before the first version")
-	at, ok = firstCEL(tl, p, false, mid)
+	g.Expect(first).To(Equal(t0), "nothing was in force before the first version")
+	first, ok = firstCEL(tl, p, false, mid)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(at).To(BeTemporally(">", mid), "the first version where it failed")
+	g.Expect(first).To(Equal(at(10)), "the first version where it failed")
 	g.Expect(everCEL(tl, p, false, t0, end)).To(BeTrue())
 	g.Expect(everCEL(tl, p, false, t0, mid)).To(BeFalse())
 	_, ok = firstCEL(tl, p, false, end.Add(time.Second))
@@ -171,4 +171,18 @@ func TestRoles(t *testing.T) {
 		return p.Names
 	}
 	g.Expect(pick(7)).To(Equal(pick(7)))
+}
+
+func TestBuildPartition(t *testing.T) {
+	g := NewWithT(t)
+	f := scenario.Fault{Action: scenario.ActionPartition}
+	target, peer := chaos.Pods{Namespace: "ns", Names: []string{"db-0"}}, chaos.Pods{Namespace: "ns", Names: []string{"db-1", "db-2"}}
+	exp, err := build("p", f, target, peer, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exp.Targets).To(HaveLen(2), "cut off from the peer's pods")
+	exp, err = build("p", f, target, chaos.Pods{}, []string{"10.96.0.1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exp.Targets).To(HaveLen(1), "cut off from addresses: only the target is a pod")
+	_, err = build("p", scenario.Fault{Action: "explode"}, target, peer, nil)
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown action "explode"`)))
 }

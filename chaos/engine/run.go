@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ const writeStall = time.Second
 func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error) {
 	rep := chaos.NewReport(o.Seed, e.Cluster.Name)
 	for i, s := range e.o.Set.Scenarios {
-		if len(o.Only) > 0 && !contains(o.Only, s.Metadata.Name) {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, s.Metadata.Name) {
 			continue
 		}
 		seed, pinned := o.Seeds[s.Metadata.Name]
@@ -81,26 +82,14 @@ func write(rep *chaos.Report, dir string) error {
 	return err
 }
 
-func contains(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}
-
-// needs are the kernel features an action relies on.
+// needs are the kernel features an action relies on: those of the
+// experiment the builder makes for it (no pod needed to ask).
 func needs(action string) []chaos.Feature {
-	switch action {
-	case scenario.ActionPartition:
-		return []chaos.Feature{chaos.IPSet}
-	case scenario.ActionBandwidth:
-		return []chaos.Feature{chaos.TBF}
-	case scenario.ActionDelay, scenario.ActionLoss:
-		return []chaos.Feature{chaos.Netem}
+	exp, err := build("needs", scenario.Fault{Action: action}, chaos.Pods{}, chaos.Pods{}, nil)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return exp.Needs
 }
 
 // run is one scenario's live state.
@@ -212,11 +201,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	if err := r.judge(ctx, timeline, ledger, before); err != nil {
 		return r.fail("%v", err)
 	}
-	for _, c := range r.res.Checks {
-		if !c.OK() {
-			r.res.Violations = append(r.res.Violations, c.Violation)
-		}
-	}
+	r.res.Violations = append(r.res.Violations, chaos.Violations(r.res.Checks)...)
 	if len(r.res.Violations) > 0 && ledger != nil {
 		_, _ = ledger.Save(r.res.Artifacts)
 	}
@@ -327,7 +312,24 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experime
 	if err != nil {
 		return nil, err
 	}
-	name := r.s.Metadata.Name
+	var peer chaos.Pods
+	var addrs []string
+	if f.Action == scenario.ActionPartition {
+		if r.s.Spec.Roles[f.Peer].APIServer {
+			addrs, err = r.roles.apiServerAddresses(ctx)
+		} else {
+			peer, err = roles.pods(ctx, f.Peer)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return build(r.s.Metadata.Name, f, target, peer, addrs)
+}
+
+// build makes the experiment of a fault on resolved targets: a partition
+// cuts target off from peer's pods, or from addrs when they are given.
+func build(name string, f scenario.Fault, target, peer chaos.Pods, addrs []string) (*chaos.Experiment, error) {
 	switch f.Action {
 	case scenario.ActionPodKill:
 		return chaos.PodKill(name, target), nil
@@ -342,13 +344,8 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experime
 	case scenario.ActionLoss:
 		return chaos.Loss(name, target, f.LossPercent), nil
 	case scenario.ActionPartition:
-		if r.s.Spec.Roles[f.Peer].APIServer {
-			addrs, err := r.roles.apiServerAddresses(ctx)
-			return chaos.PartitionFrom(name, target, addrs...), err
-		}
-		peer, err := roles.pods(ctx, f.Peer)
-		if err != nil {
-			return nil, err
+		if addrs != nil {
+			return chaos.PartitionFrom(name, target, addrs...), nil
 		}
 		return chaos.Partition(name, target, peer), nil
 	}

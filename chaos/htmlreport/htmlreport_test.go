@@ -49,7 +49,7 @@ func TestRender(t *testing.T) {
 	ok, slow := result("leader-pod-kill", t0), result("partition", t0)
 	slow.Figures.WritesResumeAfter = 9 * time.Second
 	slow.Artifacts = filepath.Join(dir, "partition")
-	slow.Violations = chaos.Judge(slow.Figures, slow.Budget)
+	slow.Violations = chaos.Violations(chaos.Checks(slow.Figures, slow.Budget))
 	// The failed scenario left a bundle and a history; nothing else exists.
 	g.Expect(os.MkdirAll(filepath.Join(dir, "partition", "chaos-partition-2"), 0o755)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "partition", "history.json"), []byte("{}"), 0o644)).To(Succeed())

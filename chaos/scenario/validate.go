@@ -35,6 +35,16 @@ var celEnv = func() *cel.Env {
 	return env
 }()
 
+// CompileCEL compiles an expression over the resource (self) into a
+// program: the engine runs exactly what the file checks compiled.
+func CompileCEL(expr string) (cel.Program, error) {
+	ast, iss := celEnv.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	return celEnv.Program(ast)
+}
+
 func (c *checker) cel(path, expr string) {
 	if strings.TrimSpace(expr) == "" {
 		c.at(path, "an empty CEL expression")
