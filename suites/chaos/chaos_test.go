@@ -51,8 +51,8 @@ func setup(t *testing.T, paths []string, overrides map[string]string, args ...st
 	defer cancel()
 	e, err := engine.Setup(ctx, engine.Options{
 		Cluster: cluster.Options{
-			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
-			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
+			NodeImage:  getenv("GAUNTLET_NODE_IMAGE", cluster.DefaultNodeImage),
+			ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig)),
 		},
 		Chaos: install.Options{
 			ControllerImage: getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage),

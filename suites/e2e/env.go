@@ -51,8 +51,8 @@ type Options struct {
 // Defaults of OptionsFromEnv (and of the gauntlet CLI's flags): what
 // make images and make node-image build.
 const (
-	DefaultNodeImage       = "gauntlet.dev/kind-node:v1.35.4"
-	DefaultKindConfig      = "fixtures/kind/single-node.yaml"
+	DefaultNodeImage       = cluster.DefaultNodeImage
+	DefaultKindConfig      = cluster.DefaultKindConfig
 	DefaultEtcdImage       = "gauntlet.dev/etcd:v3.6.16"
 	DefaultEtcdUpgradeFrom = "gauntlet.dev/etcd:v3.6.15"
 )

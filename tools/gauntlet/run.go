@@ -27,15 +27,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
 )
 
-// Defaults of the cluster flags: the offline node image `make node-image`
-// builds and the single-node kind config, as in the Makefile.
-const (
-	defaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
-	defaultKindConfig = "fixtures/kind/single-node.yaml"
-	// referenceScenarios are the reference operator's scenario files, the
-	// default inside a Gauntlet checkout.
-	referenceScenarios = "suites/chaos/scenarios"
-)
+// referenceScenarios are the reference operator's scenario files, the
+// default inside a Gauntlet checkout.
+const referenceScenarios = "suites/chaos/scenarios"
 
 // runFlags are gauntlet run's flags (replay and list share some).
 type runFlags struct {
@@ -85,8 +79,8 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	}
 	fs.StringVar(&f.report, "report", "", "folder for the report (default: artifacts/chaos-<UTC time>)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
-	fs.StringVar(&f.nodeImage, "node-image", getenv("GAUNTLET_NODE_IMAGE", defaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
-	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", defaultKindConfig), "kind cluster config")
+	fs.StringVar(&f.nodeImage, "node-image", getenv("GAUNTLET_NODE_IMAGE", cluster.DefaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
+	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")

@@ -36,6 +36,13 @@ const (
 	// current context) instead of creating a kind cluster: the same suites
 	// then run on any real, multi-node cluster.
 	EnvExistingCluster = "GAUNTLET_EXISTING_CLUSTER"
+
+	// DefaultNodeImage is the kind node image make node-image builds
+	// offline, and DefaultKindConfig the single-node config for it
+	// (relative to the repository): the defaults of the e2e tier, the
+	// chaos tier and the gauntlet CLI.
+	DefaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
+	DefaultKindConfig = "fixtures/kind/single-node.yaml"
 )
 
 // Options describe the cluster a suite runs on.
