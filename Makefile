@@ -46,8 +46,15 @@ GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/framework/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
+
+# The harness libraries an adopter takes alone are Go modules of their own, so
+# that taking them pulls no kind, kuttl or Chaos Mesh: suites/framework (the
+# unit, envtest and simulation libraries) and the Memcached example that
+# consumes it as an outside operator would. The root module requires them
+# through replace directives.
+LIB_MODULES := suites/framework suites/examples/memcached
 
 ##@ General
 
@@ -75,8 +82,8 @@ chaos-crds: $(CONTROLLER_GEN) ## Generate the Chaos Mesh CRDs into chaos/install
 	@CONTROLLER_GEN=$(CONTROLLER_GEN) tools/images/chaosmesh/crds.sh
 
 .PHONY: fmt
-fmt: ## Run gofmt on the module.
-	gofmt -s -w operator suites
+fmt: ## Run gofmt on every module.
+	gofmt -s -w operator suites chaos tools
 
 .PHONY: verify-generated
 verify-generated: manifests generate chaos-crds ## Fail when generated files differ from what is committed.
@@ -88,6 +95,7 @@ verify-generated: manifests generate chaos-crds ## Fail when generated files dif
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.
 	$(GOLANGCI_LINT) run ./...
+	@for m in $(LIB_MODULES); do echo ">> lint $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...) || exit 1; done
 	$(ACTIONLINT) -color=false
 
 ##@ Build
@@ -112,6 +120,7 @@ test: lint verify-generated build test-unit test-report test-etcd test-int test-
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 -skip '^TestBrowser' $(UNIT_PKGS)
+	cd suites/framework && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit-framework.xml -- -count=1 $$(go list ./... | grep -v /sim)
 
 # The browser tests (TestBrowser*) need Chromium: test-report installs
 # Debian's when missing and requires it.
@@ -133,13 +142,15 @@ test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook
 	@echo ">> envtest assets: $${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}"
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
 
-SIM_PKGS := ./suites/sim/... ./suites/simulation ./suites/examples/...
+SIM_PKGS := ./suites/simulation
 SEEDS ?= 5000
 
 .PHONY: test-sim
 test-sim: $(GOTESTSUM) ## Simulation tier: seeded faults and perturbations, invariants, every bug variant caught (< 2 min).
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim.xml -- -count=1 -timeout 10m $(SIM_PKGS)
+	cd suites/framework && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-lib.xml -- -count=1 -timeout 10m ./sim/...
+	cd suites/examples/memcached && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-memcached.xml -- -count=1 -timeout 10m ./...
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-bugs.xml -- -count=1 -timeout 10m -tags gauntlet_bugs -run TestSimulationFindsEveryBug -v ./suites/simulation
 
 .PHONY: soak-sim

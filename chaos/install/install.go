@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework/cluster"
+	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
 )
 
 // Defaults of Options.

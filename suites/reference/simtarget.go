@@ -22,7 +22,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
-	"github.com/gauntlet-dev/gauntlet/suites/sim"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 )
 
 // SimOptions vary the reference target.

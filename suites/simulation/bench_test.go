@@ -3,8 +3,8 @@ package simulation
 import (
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
-	"github.com/gauntlet-dev/gauntlet/suites/sim"
 )
 
 // BenchmarkSchedules measures perturbed schedules per minute on the fake

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
-	"github.com/gauntlet-dev/gauntlet/suites/sim"
 )
 
 // maxSeedsPerBug bounds the search for each bug.

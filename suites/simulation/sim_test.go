@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
-	"github.com/gauntlet-dev/gauntlet/suites/sim"
 )
 
 // seeds explored by `make test-sim`; `make soak-sim SEEDS=N` explores more.

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
-	"github.com/gauntlet-dev/gauntlet/suites/sim"
+	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 )
 
 const (
@@ -39,7 +39,7 @@ var (
 // TestSimulation explores 200 seeded schedules on the real reconciler.
 func TestSimulation(t *testing.T) {
 	start := time.Now()
-	n := sim.Check(t, newTarget(t, false), sim.CheckOptions{Seeds: 200, Package: "./suites/examples/memcached"})
+	n := sim.Check(t, newTarget(t, false), sim.CheckOptions{Seeds: 200, Package: "."})
 	t.Logf("%d schedules in %s (%s each)", n, time.Since(start).Round(time.Millisecond), (time.Since(start) / time.Duration(max(n, 1))).Round(time.Microsecond))
 }
 
