@@ -37,7 +37,8 @@ ACTIONLINT     := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
 
 # What controller-gen writes; verify-generated fails when it differs from git.
-GENERATED := operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go chaos/install/crds
+GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go chaos/install/crds \
+	$(EXAMPLE_MODULES:%=%/config) $(EXAMPLE_MODULES:%=%/zz_generated.deepcopy.go)
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so
 # `go test ./...` stays hermetic.
@@ -49,12 +50,14 @@ INT_PKGS  := ./operator/internal/certs ./suites/integration
 UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
-# The harness libraries an adopter takes alone are Go modules of their own, so
-# that taking them pulls no kind, kuttl or Chaos Mesh: suites/framework (the
-# unit, envtest and simulation libraries) and the Memcached example that
-# consumes it as an outside operator would. The root module requires them
-# through replace directives.
-LIB_MODULES := suites/framework suites/examples/memcached
+# The harness libraries an adopter takes alone are a Go module of their own,
+# so that taking them pulls no kind, kuttl or Chaos Mesh: suites/framework
+# (the unit, envtest and simulation libraries). Each example operator under
+# suites/examples is a module too, consuming the framework as an outside
+# operator would. The root module requires the framework through a replace
+# directive.
+EXAMPLE_MODULES := $(patsubst %/go.mod,%,$(wildcard suites/examples/*/go.mod))
+LIB_MODULES := suites/framework $(EXAMPLE_MODULES)
 
 ##@ General
 
@@ -87,6 +90,7 @@ fmt: ## Run gofmt on every module.
 
 .PHONY: verify-generated
 verify-generated: manifests generate chaos-crds ## Fail when generated files differ from what is committed.
+	@for m in $(EXAMPLE_MODULES); do $(MAKE) --no-print-directory -C $$m manifests generate CONTROLLER_GEN=$(CONTROLLER_GEN); done
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 	  echo "generated files are stale; run 'make manifests generate chaos-crds' and commit:"; \
 	  git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; \
@@ -150,7 +154,7 @@ test-sim: $(GOTESTSUM) ## Simulation tier: seeded faults and perturbations, inva
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim.xml -- -count=1 -timeout 10m $(SIM_PKGS)
 	cd suites/framework && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-lib.xml -- -count=1 -timeout 10m ./sim/...
-	cd suites/examples/memcached && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-memcached.xml -- -count=1 -timeout 10m ./...
+	@for m in $(EXAMPLE_MODULES); do (cd $$m && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-$$(basename $$m).xml -- -count=1 -timeout 10m ./...) || exit 1; done
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-bugs.xml -- -count=1 -timeout 10m -tags gauntlet_bugs -run TestSimulationFindsEveryBug -v ./suites/simulation
 
 .PHONY: soak-sim

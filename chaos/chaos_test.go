@@ -150,22 +150,24 @@ func TestReport(t *testing.T) {
 		{Run: &Run{Scenario: "ok", Seed: 1, Experiment: "PodChaos/pod-kill"}, Figures: Figures{Operations: 900, Linearizable: "Ok", TimeToDegraded: time.Second, TimeToAvailable: -1}},
 		{Run: &Run{Scenario: "bad", Seed: 2}, Violations: []string{"3 acknowledged writes lost"}, Artifacts: "x/bad"},
 		{Run: &Run{Scenario: "netem", Skipped: "the node kernel lacks netem"}},
+		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, TimeToAvailable: 0}},
 	}}
 	g.Expect(rep.Failed()).To(BeTrue())
 	g.Expect(rep.Write(dir)).To(Succeed())
 	sum, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | never |"),
+	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | never | 0s | 0s | 900 | 0 | Ok |"),
+		ContainSubstring("| no-ledger | passed | PodChaos/pod-kill | never | 0s | — | — | — | — | — |"),
 		ContainSubstring("**bad failed** (replay with seed 2"), ContainSubstring("**netem skipped:** the node kernel lacks netem")))
 	raw, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var suite junitSuite
 	g.Expect(xml.Unmarshal(raw, &suite)).To(Succeed())
-	g.Expect(suite.Tests).To(Equal(3))
+	g.Expect(suite.Tests).To(Equal(4))
 	g.Expect(suite.Failures).To(Equal(1))
 	g.Expect(suite.Skipped).To(Equal(1))
 	g.Expect(suite.Cases[1].Failure.Message).To(Equal("3 acknowledged writes lost"))
 	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(3))
+	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(4))
 }

@@ -157,8 +157,12 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "| %s | skipped | %s | | | | | | | |\n", res.Scenario, res.Experiment)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", res.Scenario, res.Verdict(), res.Experiment,
-			FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
+		ledger := "| — | — | — | — | — |" // no write ledger: the scenario is judged on conditions and metrics
+		if f.Linearizable != "" {
+			ledger = fmt.Sprintf("| %s | %s | %d | %d | %s |", FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s %s\n", res.Scenario, res.Verdict(), res.Experiment,
+			FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), ledger)
 	}
 	for _, res := range r.Results {
 		switch res.Verdict() {

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -202,6 +204,9 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 			return chaos.Check{}, err
 		}
 		prg, what = &ps[0], ca.CEL
+		if ca.Name != "" {
+			what = ca.Name
+		}
 	}
 	ph := r.res.Phases
 	if ca.Never != "" {
@@ -221,8 +226,15 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 		}
 		return c, nil
 	}
-	t0 := from[ca.After]
 	c := chaos.Check{Kind: "condition", Name: fmt.Sprintf("%s=%s after %s", what, ca.Status, ca.After), Budget: "≤ " + ca.Within.Duration.String()}
+	t0, known := from[ca.After]
+	if typ, status, ok := scenario.ConditionMoment(ca.After); ok && !known {
+		if t0, known = tl.First(typ, metav1.ConditionStatus(status), ph.Requested); !known {
+			c.Value = "-"
+			c.Violation = fmt.Sprintf("%s never happened after the request, so %s=%s cannot be timed from it", ca.After, what, ca.Status)
+			return c, nil
+		}
+	}
 	var at time.Time
 	var ok bool
 	if prg != nil {
@@ -333,10 +345,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 // metricCheck judges one metric: its rise over the run, or its value
 // after the heal (polled for up to a minute, as a queue drains).
 func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, before operatorState, after *operatorState) (chaos.Check, error) {
-	name := ma.Name
-	if len(ma.Labels) > 0 {
-		name += fmt.Sprint(ma.Labels)
-	}
+	name := metricSelector(ma.Name, ma.Labels)
 	if ma.MaxIncrease != nil {
 		b, a := framework.SumSamples(before.families, ma.Name, ma.Labels), framework.SumSamples(after.families, ma.Name, ma.Labels)
 		rise := a - b
@@ -435,4 +444,17 @@ func (r *run) exec(ctx context.Context, c *scenario.Command) error {
 	}
 	_, err = framework.Exec(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command...)
 	return err
+}
+
+// metricSelector writes a metric and its labels the way PromQL does:
+// name{a="x",b="y"}, labels sorted.
+func metricSelector(name string, labels map[string]string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	pairs := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
+	}
+	return name + "{" + strings.Join(pairs, ",") + "}"
 }

@@ -65,7 +65,7 @@ type Engine struct {
 	Config   *rest.Config
 	Client   client.Client
 	Dynamic  dynamic.Interface
-	Mapper   meta.RESTMapper
+	Mapper   meta.ResettableRESTMapper
 	Runner   *chaos.Runner
 	operator *scenario.OperatorSpec
 	opVars   Vars

@@ -186,3 +186,32 @@ func TestBuildPartition(t *testing.T) {
 	_, err = build("p", scenario.Fault{Action: "explode"}, target, peer, nil)
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown action "explode"`)))
 }
+
+func TestConditionTimedFromAnotherCondition(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tl := chaos.NewTimeline()
+	tl.Record(at(0), object(3, 3, "Available", "True"))
+	tl.Record(at(2), object(3, 2, "Available", "False"))
+	tl.Record(at(9), object(3, 3, "Available", "True"))
+	r := &run{res: &chaos.Result{Run: &chaos.Run{Phases: chaos.Phases{Requested: at(1), Injected: at(1), Healed: at(21)}}}}
+	from := map[string]time.Time{scenario.FromRequested: at(1), scenario.FromInjected: at(1), scenario.FromHealed: at(21)}
+	recovery := func(within time.Duration) scenario.ConditionAssertion {
+		return scenario.ConditionAssertion{Type: "Available", Status: "True", Within: metav1.Duration{Duration: within}, After: "Available=False"}
+	}
+
+	c, err := r.conditionCheck(tl, recovery(10*time.Second), from)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Value).To(Equal("7s"), "from the loss at 2s to the return at 9s, not from the request (already True then)")
+	g.Expect(c.Violation).To(BeEmpty())
+
+	c, err = r.conditionCheck(tl, recovery(5*time.Second), from)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Violation).To(ContainSubstring("7s after Available=False, over the budget of 5s"))
+
+	never := scenario.ConditionAssertion{Type: "Available", Status: "True", Within: metav1.Duration{Duration: time.Minute}, After: "Degraded=True"}
+	c, err = r.conditionCheck(tl, never, from)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Violation).To(Equal("Degraded=True never happened after the request, so Available=True cannot be timed from it"))
+}

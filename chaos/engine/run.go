@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -241,12 +242,18 @@ func (r *run) create(ctx context.Context) error {
 	r.obj = objs[0]
 	r.obj.SetNamespace(r.ns)
 	gvk := r.obj.GroupVersionKind()
-	m, err := r.e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return fmt.Errorf("the cluster does not serve %s: %w", gvk, err)
-	}
-	r.gvr = m.Resource
 	return framework.PollFor(ctx, "the API server to accept "+gvk.Kind+" "+r.obj.GetName(), 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		// The API server's discovery may lag a moment behind a CRD the
+		// operator's deployment just established: look again until it serves.
+		m, err := r.e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			r.e.Mapper.Reset()
+			return false, fmt.Sprintf("the cluster does not serve %s yet: %v", gvk, err), nil
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("mapping %s to a resource: %w", gvk, err)
+		}
+		r.gvr = m.Resource
 		created, err := r.resource().Create(ctx, r.obj, metav1.CreateOptions{})
 		if err != nil {
 			return false, err.Error(), nil

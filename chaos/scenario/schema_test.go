@@ -81,17 +81,16 @@ func TestReferenceFilesMatchTheSchemas(t *testing.T) {
 		return c.MustCompile(file)
 	}
 	scenarioSchema, operatorSchema := compile("scenario.schema.json"), compile("operator.schema.json")
-	files, err := filepath.Glob("../../suites/chaos/scenarios/*.yaml")
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	files := shippedFiles(t)
 	n := 0
 	for _, f := range files {
-		if filepath.Base(f) == "cluster.yaml" {
-			continue
+		y, err := os.ReadFile(f)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		if !bytes.Contains(y, []byte("apiVersion: "+APIVersion)) {
+			continue // the resource manifests the scenarios create
 		}
 		n++
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			y, err := os.ReadFile(f)
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		t.Run(f, func(t *testing.T) {
 			j, err := sigsyaml.YAMLToJSON(y)
 			NewWithT(t).Expect(err).NotTo(HaveOccurred())
 			doc, err := jsonschemav6.UnmarshalJSON(bytes.NewReader(j))
@@ -105,5 +104,36 @@ func TestReferenceFilesMatchTheSchemas(t *testing.T) {
 			}
 		})
 	}
-	NewWithT(t).Expect(n).To(Equal(13))
+	NewWithT(t).Expect(n).To(Equal(17), "the reference operator's 12 scenarios and Operator file, the example's 3 and its Operator file")
+}
+
+// shippedFiles are the scenario folders' files: the reference operator's
+// and every example operator's.
+func shippedFiles(t *testing.T) []string {
+	var files []string
+	for _, pattern := range []string{"../../suites/chaos/scenarios/*.yaml", "../../suites/examples/*/scenarios/*.yaml"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
+// TestShippedFoldersLoad: every scenario folder this repository ships
+// passes the same checks gauntlet validate makes.
+func TestShippedFoldersLoad(t *testing.T) {
+	dirs := map[string]bool{}
+	for _, f := range shippedFiles(t) {
+		dirs[filepath.Dir(f)] = true
+	}
+	NewWithT(t).Expect(len(dirs)).To(BeNumerically(">=", 2))
+	for dir := range dirs {
+		t.Run(dir, func(t *testing.T) {
+			set, err := LoadPaths(dir)
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			NewWithT(t).Expect(set.Scenarios).NotTo(BeEmpty())
+		})
+	}
 }

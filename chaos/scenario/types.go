@@ -11,6 +11,8 @@
 package scenario
 
 import (
+	"regexp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -253,6 +255,21 @@ const (
 	FromHealed    = "healed"    // every target recovered, the object gone
 )
 
+// conditionMoment is the fourth kind of moment, "<Type>=<Status>": when,
+// from the request on, the status condition Type first had Status, so that
+// an assertion can time a recovery from the loss the operator reported
+// (Available=True within 15s after Available=False).
+var conditionMoment = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9]*)=(True|False|Unknown)$`)
+
+// ConditionMoment splits an After of the form "<Type>=<Status>".
+func ConditionMoment(after string) (typ, status string, ok bool) {
+	m := conditionMoment.FindStringSubmatch(after)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
 // Assertions judge a run. The workload's data checks and the absence of
 // reconcile panics are always judged when the operator's metrics are known.
 type Assertions struct {
@@ -269,12 +286,16 @@ type Assertions struct {
 }
 
 // ConditionAssertion is a condition of the resource that must turn up in
-// time (Status within Within of After), or that must never be Never while
-// the fault holds. Type names a status condition; CEL is an expression over
+// time (Status within Within of After: requested, injected, healed, or
+// "<Type>=<Status>", the moment a condition first had a status), or that
+// must never be Never while the fault holds. Type names a status condition; CEL is an expression over
 // the object instead.
 type ConditionAssertion struct {
-	Type   string          `json:"type,omitempty"`
-	CEL    string          `json:"cel,omitempty"`
+	Type string `json:"type,omitempty"`
+	CEL  string `json:"cel,omitempty"`
+	// Name is what the report calls a CEL assertion (default: the
+	// expression itself).
+	Name   string          `json:"name,omitempty"`
 	Status string          `json:"status,omitempty"`
 	Within metav1.Duration `json:"within,omitempty"`
 	After  string          `json:"after,omitempty"`

@@ -417,6 +417,9 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 		if ca.CEL != "" {
 			c.cel(cp+".cel", ca.CEL)
 		}
+		if ca.Name != "" && ca.CEL == "" {
+			c.at(cp+".name", "names a cel assertion; a type assertion is called by its type")
+		}
 		switch {
 		case ca.Never != "" && (ca.Status != "" || ca.Within.Duration != 0 || ca.After != ""):
 			c.at(cp, "never stands alone: it is judged from injection to heal, without status, within or after")
@@ -427,8 +430,8 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 			if ca.Within.Duration <= 0 {
 				c.at(cp+".within", "required: how long after %q the condition may take", ca.After)
 			}
-			if !slices.Contains([]string{FromRequested, FromInjected, FromHealed}, ca.After) {
-				c.at(cp+".after", "%q: want requested, injected or healed", ca.After)
+			if _, _, ok := ConditionMoment(ca.After); !ok && !slices.Contains([]string{FromRequested, FromInjected, FromHealed}, ca.After) {
+				c.at(cp+".after", "%q: want requested, injected, healed, or <Type>=<Status> such as Available=False", ca.After)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=update
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
 
 // Reconcile makes the Deployment match the Memcached and reports on it.
@@ -132,8 +134,25 @@ func (r *Reconciler) mutateDeployment(m *Memcached, dep *appsv1.Deployment) erro
 	}
 	c := &(*containers)[i]
 	c.Image = m.Spec.Image
-	c.Args = []string{"-m=64", "-o", "modern", "-v"}
+	c.Args = []string{"--memory-limit=64", "--verbose"}
 	c.Ports = []corev1.ContainerPort{{Name: "memcached", ContainerPort: Port, Protocol: corev1.ProtocolTCP}}
+	// The restricted Pod Security Standard: the image runs as a numeric
+	// non-root user, without privileges.
+	c.SecurityContext = &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	// Ready means memcached accepts connections: Available counts on it.
+	// Every field is set, defaults included, so a converged pass writes nothing.
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(Port)}},
+		PeriodSeconds:    2,
+		TimeoutSeconds:   1,
+		SuccessThreshold: 1,
+		FailureThreshold: 2,
+	}
 	return controllerutil.SetControllerReference(m, dep, r.Client.Scheme())
 }
 

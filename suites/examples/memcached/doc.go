@@ -30,4 +30,5 @@
 //
 // +kubebuilder:object:generate=true
 // +groupName=cache.example.com
+// +versionName=v1alpha1
 package memcached

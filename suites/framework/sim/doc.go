@@ -23,5 +23,5 @@
 // scheme, the watches (what wakes the controller), a fresh reconciler on
 // demand, the world's simulators, the perturbations it can suffer and its
 // invariants; see suites/simulation for the reference operator and
-// suites/examples/memcached for a second, independent one.
+// suites/examples for a second, independent one.
 package sim
