@@ -34,9 +34,9 @@ type Reconciler struct {
 	// Clock stamps condition transitions.
 	Clock clock.PassiveClock
 
-	// bugRemoveFinalizerFirst releases the finalizer before deleting the
-	// Deployment: a deliberate ordering bug, switched on by the tests only.
-	bugRemoveFinalizerFirst bool
+	// finalize runs while the Memcached is being deleted: cleanup, unless
+	// a test swaps in a variant (sim_test.go's deliberately buggy one).
+	finalize func(context.Context, *Memcached) error
 }
 
 // SetupWithManager registers the controller; the simulation's Watches mirror it.
@@ -60,7 +60,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.cleanup(ctx, m)
+		finalize := r.cleanup
+		if r.finalize != nil {
+			finalize = r.finalize
+		}
+		return ctrl.Result{}, finalize(ctx, m)
 	}
 	if controllerutil.AddFinalizer(m, Finalizer) {
 		if err := r.Client.Update(ctx, m); err != nil {
@@ -89,19 +93,18 @@ func (r *Reconciler) cleanup(ctx context.Context, m *Memcached) error {
 	if !controllerutil.ContainsFinalizer(m, Finalizer) {
 		return nil
 	}
-	if r.bugRemoveFinalizerFirst {
-		if err := r.removeFinalizer(ctx, m); err != nil {
-			return err
-		}
+	if err := r.deleteDeployment(ctx, m); err != nil {
+		return err
 	}
+	return r.removeFinalizer(ctx, m)
+}
+
+func (r *Reconciler) deleteDeployment(ctx context.Context, m *Memcached) error {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
 	if err := r.Client.Delete(ctx, dep); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the deployment: %w", err)
 	}
-	if r.bugRemoveFinalizerFirst {
-		return nil
-	}
-	return r.removeFinalizer(ctx, m)
+	return nil
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, m *Memcached) error {

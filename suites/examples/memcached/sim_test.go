@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -116,7 +117,11 @@ func setup(ctx context.Context, w *sim.World, buggy bool) (*sim.Hooks, error) {
 	gc := &framework.GarbageCollector{Client: w.Client, Kinds: []client.ObjectList{&appsv1.DeploymentList{}}}
 	return &sim.Hooks{
 		NewReconciler: func(c client.Client) reconcile.Reconciler {
-			return &Reconciler{Client: c, Clock: clk, bugRemoveFinalizerFirst: buggy}
+			r := &Reconciler{Client: c, Clock: clk}
+			if buggy {
+				r.finalize = r.releaseFirst
+			}
+			return r
 		},
 		Roots: func(ctx context.Context) ([]reconcile.Request, error) {
 			list := &MemcachedList{}
@@ -301,4 +306,17 @@ func converged(ctx context.Context, api client.Reader) error {
 		return fmt.Errorf("deployment %d updated, %d ready, want %d", s.UpdatedReplicas, s.ReadyReplicas, m.Spec.Size)
 	}
 	return nil
+}
+
+// releaseFirst is the deliberate ordering bug TestSimulationFindsBug must
+// catch: it releases the finalizer before deleting the Deployment, so a
+// crash between the two writes leaves the Deployment behind.
+func (r *Reconciler) releaseFirst(ctx context.Context, m *Memcached) error {
+	if !controllerutil.ContainsFinalizer(m, Finalizer) {
+		return nil
+	}
+	if err := r.removeFinalizer(ctx, m); err != nil {
+		return err
+	}
+	return r.deleteDeployment(ctx, m)
 }
