@@ -437,13 +437,69 @@ func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {
 }
 
 // exec runs the workload command in the first pod of its role.
-func (r *run) exec(ctx context.Context, c *scenario.Command) error {
-	pods, err := r.roles.pods(ctx, c.Role)
-	if err != nil {
-		return err
+// commandResult is how the workload command ended: where it ran, the
+// last line it printed, and its error (a non-zero exit included).
+type commandResult struct {
+	pod, last string
+	err       error
+}
+
+func (c commandResult) check() chaos.Check {
+	ch := chaos.Check{Kind: "workload", Name: "workload command in " + c.pod, Value: "exit 0", Budget: "exit 0"}
+	if c.last != "" {
+		ch.Value += ": " + c.last
 	}
-	_, err = framework.Exec(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command...)
-	return err
+	if c.err != nil {
+		ch.Value = c.err.Error()
+		ch.Violation = "the workload command failed: " + c.err.Error()
+	}
+	return ch
+}
+
+// startCommand runs the workload command, from the moment the fault is
+// injected, in the first pod of its role as the fault's resolution sees it;
+// its result arrives on r.command.
+func (r *run) startCommand(ctx context.Context, c *scenario.Command) {
+	res := r.faultRoles
+	if res == nil {
+		res = r.roles.snapshot()
+	}
+	pods, err := res.pods(ctx, c.Role)
+	if err == nil && len(pods.Names) == 0 {
+		err = fmt.Errorf("role %q has no pod to run the workload command in", c.Role)
+	}
+	if err != nil {
+		r.command <- commandResult{err: err}
+		return
+	}
+	pod := pods.Namespace + "/" + pods.Names[0]
+	r.e.logf("%s: workload command %q in %s", r.s.Metadata.Name, firstLine(strings.Join(c.Command, " "), 60), pod)
+	go func() {
+		out, err := framework.Exec(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command...)
+		r.command <- commandResult{pod: pod, last: lastLine(out.Stdout, 120), err: err}
+	}()
+}
+
+// lastLine is the last non-blank line of s, cut to at most n bytes.
+func lastLine(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return cut(strings.TrimSpace(lines[len(lines)-1]), n)
+}
+
+// firstLine is the first line of s, cut to at most n bytes.
+func firstLine(s string, n int) string {
+	first, rest, _ := strings.Cut(s, "\n")
+	if rest != "" {
+		first += " …"
+	}
+	return cut(first, n)
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // metricSelector writes a metric and its labels the way PromQL does:

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,4 +216,18 @@ func TestConditionTimedFromAnotherCondition(t *testing.T) {
 	c, err = r.conditionCheck(tl, never, from)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Violation).To(Equal("Degraded=True never happened after the request, so Available=True cannot be timed from it"))
+}
+
+func TestCommandResult(t *testing.T) {
+	g := NewWithT(t)
+	ok := commandResult{pod: "ns/p-1", last: lastLine("warming\n212 round trips\n\n", 120)}.check()
+	g.Expect(ok.Value).To(Equal("exit 0: 212 round trips"))
+	g.Expect(ok.Name).To(Equal("workload command in ns/p-1"))
+	g.Expect(ok.Violation).To(BeEmpty())
+
+	bad := commandResult{pod: "ns/p-1", err: errors.New("exit status 1: get 7: END")}.check()
+	g.Expect(bad.Violation).To(Equal("the workload command failed: exit status 1: get 7: END"))
+	g.Expect(lastLine(strings.Repeat("x", 200), 10)).To(Equal("xxxxxxxxxx…"))
+	g.Expect(lastLine("", 10)).To(BeEmpty())
+	g.Expect(firstLine("bash -c n=0\nwhile true", 60)).To(Equal("bash -c n=0 …"))
 }

@@ -95,16 +95,21 @@ func needs(action string) []chaos.Feature {
 
 // run is one scenario's live state.
 type run struct {
-	e      *Engine
-	s      *scenario.Scenario
-	vars   Vars
-	ns     string
-	gvr    schema.GroupVersionResource
-	obj    *unstructured.Unstructured
-	roles  *roles
-	kv     workload.KV
-	res    *chaos.Result
-	closer []func()
+	e     *Engine
+	s     *scenario.Scenario
+	vars  Vars
+	ns    string
+	gvr   schema.GroupVersionResource
+	obj   *unstructured.Unstructured
+	roles *roles
+	// faultRoles is the resolution the fault's targets came from; the
+	// workload command's role is resolved in it too, so that "a pod the
+	// fault spares" means the fault's own choice.
+	faultRoles *resolution
+	command    chan commandResult
+	kv         workload.KV
+	res        *chaos.Result
+	closer     []func()
 }
 
 func (r *run) fail(format string, args ...any) *chaos.Result {
@@ -148,10 +153,8 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 			return r.fail("starting the workload: %v", err)
 		}
 	}
-	var command chan error
 	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadCommand {
-		command = make(chan error, 1)
-		go func() { command <- r.exec(ctx, w.Command) }()
+		r.command = make(chan commandResult, 1) // started by during, once the fault's targets are known
 	}
 	obs := &chaos.Observer{Pods: r.watchedPods}
 	if m := e.operator.Metrics; m != nil {
@@ -191,13 +194,8 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 		}
 		return r.res
 	}
-	if command != nil {
-		if err := <-command; err != nil {
-			r.res.Checks = append(r.res.Checks, chaos.Check{Kind: "workload", Name: "workload command", Value: err.Error(), Budget: "exit 0",
-				Violation: "the workload command failed: " + err.Error()})
-		} else {
-			r.res.Checks = append(r.res.Checks, chaos.Check{Kind: "workload", Name: "workload command", Value: "exit 0", Budget: "exit 0"})
-		}
+	if r.command != nil {
+		r.res.Checks = append(r.res.Checks, (<-r.command).check())
 	}
 	if err := r.judge(ctx, timeline, ledger, before); err != nil {
 		return r.fail("%v", err)
@@ -315,6 +313,7 @@ func statusOf(u *unstructured.Unstructured) string {
 // experiment builds the fault on the roles' pods as they are now.
 func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experiment, error) {
 	roles := r.roles.snapshot()
+	r.faultRoles = roles
 	target, err := roles.pods(ctx, f.Target)
 	if err != nil {
 		return nil, err
@@ -361,6 +360,9 @@ func build(name string, f scenario.Fault, target, peer chaos.Pods, addrs []strin
 
 // during takes the scenario's actions in order.
 func (r *run) during(ctx context.Context, _ *rand.Rand) error {
+	if r.command != nil {
+		r.startCommand(ctx, r.s.Spec.Workload.Command)
+	}
 	for i, a := range r.s.Spec.During {
 		switch {
 		case a.Patch != nil:

@@ -20,10 +20,13 @@ const maxHold = 10 * time.Minute
 
 var (
 	variableName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-	variableUse  = regexp.MustCompile(`\$\{([^}]*)\}`)
-	bandwidth    = regexp.MustCompile(`^[1-9][0-9]*(bps|kbps|mbps|gbps)$`)
-	metricName   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
-	pickCount    = regexp.MustCompile(`^[1-9][0-9]*$`)
+	// variableUse is what the engine substitutes: ${NAME} in capitals.
+	// Anything else in ${...} is left alone, so a shell command can say
+	// ${line%x} or ${n}.
+	variableUse = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}`)
+	bandwidth   = regexp.MustCompile(`^[1-9][0-9]*(bps|kbps|mbps|gbps)$`)
+	metricName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	pickCount   = regexp.MustCompile(`^[1-9][0-9]*$`)
 )
 
 // celEnv compiles the CEL expressions over the resource (self).
