@@ -47,7 +47,7 @@ GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/w
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 # The harness libraries an adopter takes alone are a Go module of their own,
@@ -165,6 +165,13 @@ N ?= 1000
 .PHONY: bench-int
 bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): N clusters at once, e.g. make bench-int N=1000.
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v -args -n=$(N) -manager=$(BIN)/manager
+
+ROUNDS ?= 5
+
+.PHONY: bench-e2e
+bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not in make test): ROUNDS rounds of a 3-member cluster created, scaled 3→5, a member pod deleted; median and max of each (artifacts/bench-e2e.md).
+	@mkdir -p $(ARTIFACTS)
+	$(E2E_ENV) go test -count=1 -timeout 60m -tags 'e2e bench' -run '^TestBenchBringUp$$' -v ./suites/e2e -args -rounds=$(ROUNDS)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks: one reconcile pass on a converged cluster; simulated schedules per minute.

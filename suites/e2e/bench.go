@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/suites/reference"
+)
+
+// benchInterval is how often a bring-up measurement reads the cluster: its
+// figures are this precise.
+const benchInterval = 100 * time.Millisecond
+
+// BringUp is one bring-up round on a real cluster: seconds from the request
+// to the settled status (Healthy: Available, neither Progressing nor
+// Degraded, every member a healthy voter).
+type BringUp struct {
+	// Create is a new 3-member cluster, from Create to Healthy(3).
+	Create time.Duration
+	// ScaleUp is 3→5, from the update to Healthy(5).
+	ScaleUp time.Duration
+	// PodDelete is a member pod deleted from the 5-member cluster, from the
+	// delete to its replacement running and Healthy(5) again.
+	PodDelete time.Duration
+}
+
+// BringUpRound measures one BringUp in its own namespace (in.Namespace).
+func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
+	t.Helper()
+	g := NewWithT(t)
+	var b BringUp
+	c := reference.NewCluster(in.Namespace, "bench").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+
+	start := time.Now()
+	g.Expect(in.Env.Client.Create(ctx, c)).To(Succeed())
+	b.Create = waitSettled(ctx, t, in, c, 3, start)
+
+	start = time.Now()
+	g.Expect(Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](5) })).To(Succeed())
+	b.ScaleUp = waitSettled(ctx, t, in, c, 5, start)
+
+	victim := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: in.Namespace, Name: operator.MemberName(c, 1)}
+	g.Expect(in.Env.Client.Get(ctx, key, victim)).To(Succeed())
+	start = time.Now()
+	g.Expect(in.Env.Client.Delete(ctx, victim)).To(Succeed())
+	// The status may still show the old pod healthy for a moment: first the
+	// replacement (a new UID) must run and be ready.
+	err := framework.PollFor(ctx, key.Name+"'s replacement to be ready", availableTimeout, benchInterval, func(ctx context.Context) (bool, string, error) {
+		p := &corev1.Pod{}
+		if err := in.Env.Client.Get(ctx, key, p); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, "deleted, not yet recreated", nil
+			}
+			return false, err.Error(), nil
+		}
+		return p.UID != victim.UID && framework.PodReady(p), fmt.Sprintf("uid %s, phase %s, ready %v", p.UID, p.Status.Phase, framework.PodReady(p)), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	b.PodDelete = waitSettled(ctx, t, in, c, 5, start)
+	return b
+}
+
+// waitSettled polls until Healthy(c, n) and returns the time since start.
+func waitSettled(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int, start time.Time) time.Duration {
+	t.Helper()
+	err := framework.PollFor(ctx, fmt.Sprintf("%s to have %d healthy members", c.Name, n), availableTimeout, benchInterval, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err.Error(), nil
+		}
+		ok, seen := Healthy(c, n)
+		return ok, seen, nil
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return time.Since(start)
+}
+
+// BringUpFigure is one figure of a series of rounds, with its goal.
+type BringUpFigure struct {
+	Name        string
+	Median, Max time.Duration
+	Goal        time.Duration // 0: no goal
+}
+
+// SummariseBringUps reduces rounds to the median and maximum of each figure.
+func SummariseBringUps(rounds []BringUp) []BringUpFigure {
+	pick := func(f func(BringUp) time.Duration) (med, maxd time.Duration) {
+		ds := make([]time.Duration, len(rounds))
+		for i, r := range rounds {
+			ds[i] = f(r)
+		}
+		slices.Sort(ds)
+		n := len(ds)
+		if n == 0 {
+			return 0, 0
+		}
+		med = ds[n/2]
+		if n%2 == 0 {
+			med = (ds[n/2-1] + ds[n/2]) / 2
+		}
+		return med, ds[n-1]
+	}
+	var out []BringUpFigure
+	for _, f := range []struct {
+		name string
+		get  func(BringUp) time.Duration
+		goal time.Duration
+	}{
+		{"3 members Available, 3 healthy voters", func(b BringUp) time.Duration { return b.Create }, 7 * time.Second},
+		{"scale-up 3→5 settled", func(b BringUp) time.Duration { return b.ScaleUp }, 0},
+		{"member pod deleted → settled again", func(b BringUp) time.Duration { return b.PodDelete }, 3500 * time.Millisecond},
+	} {
+		med, maxd := pick(f.get)
+		out = append(out, BringUpFigure{Name: f.name, Median: med, Max: maxd, Goal: f.goal})
+	}
+	return out
+}
+
+// FormatBringUps is the figures as a Markdown table: figure, median, max,
+// goal (median), rounds.
+func FormatBringUps(figs []BringUpFigure, rounds int) string {
+	var b strings.Builder
+	b.WriteString("| figure | median | max | goal (median) | rounds |\n|---|---|---|---|---|\n")
+	for _, f := range figs {
+		goal := "—"
+		if f.Goal > 0 {
+			verdict := "met"
+			if f.Median > f.Goal {
+				verdict = "not met"
+			}
+			goal = fmt.Sprintf("≤ %.1f s (%s)", f.Goal.Seconds(), verdict)
+		}
+		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %s | %d |\n", f.Name, f.Median.Seconds(), f.Max.Seconds(), goal, rounds)
+	}
+	return b.String()
+}
