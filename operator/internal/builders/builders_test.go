@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -93,8 +94,22 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(*ctr.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
-	g.Expect(*ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
-	g.Expect(*ctr.LivenessProbe.HTTPGet.Path).To(Equal("/livez"))
+	for _, p := range []struct {
+		name                      string
+		probe                     *corev1ac.ProbeApplyConfiguration
+		path                      string
+		period, timeout, failures int32
+	}{
+		{"startup", ctr.StartupProbe, "/livez", 1, 2, 180},
+		{"readiness", ctr.ReadinessProbe, "/readyz", 1, 2, 5},
+		{"liveness", ctr.LivenessProbe, "/livez", 10, 5, 6},
+	} {
+		g.Expect(*p.probe.HTTPGet.Path).To(Equal(p.path), p.name)
+		g.Expect(p.probe.HTTPGet.Port.String()).To(Equal(MetricsPortName), p.name)
+		g.Expect(*p.probe.PeriodSeconds).To(Equal(p.period), p.name)
+		g.Expect(*p.probe.TimeoutSeconds).To(Equal(p.timeout), p.name)
+		g.Expect(*p.probe.FailureThreshold).To(Equal(p.failures), p.name)
+	}
 	g.Expect(*ctr.VolumeMounts[0].MountPath).To(Equal(DataMountPath))
 	g.Expect(*ctr.EnvFrom[0].ConfigMapRef.Name).To(Equal(MembersConfigMapName(c)), "the initial cluster comes from the ConfigMap, not the template")
 	g.Expect(*ctr.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))

@@ -111,9 +111,14 @@ func container(c *dbv1.DatabaseCluster, o Options) *corev1ac.ContainerApplyConfi
 			containerPort(MetricsPortName, MetricsPort),
 		).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)).
-		WithStartupProbe(probe("/livez", 2, 5, 90)).
+		// Probed every second: a new member is ready (and counted by the
+		// StatefulSet and the operator) within a second of etcd answering,
+		// and a member that stops answering is unready after 5 s. The
+		// startup probe allows 3 minutes (a member catching up on a large
+		// snapshot); liveness stays slow, as restarting etcd is costly.
+		WithStartupProbe(probe("/livez", 1, 2, 180)).
 		WithLivenessProbe(probe("/livez", 10, 5, 6)).
-		WithReadinessProbe(probe("/readyz", 5, 5, 3)).
+		WithReadinessProbe(probe("/readyz", 1, 2, 5)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithRunAsNonRoot(true).
 			WithAllowPrivilegeEscalation(false).
