@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +36,46 @@ type BringUp struct {
 	// PodDelete is a member pod deleted from the 5-member cluster, from the
 	// delete to its replacement running and Healthy(5) again.
 	PodDelete time.Duration
+	// CreateSteps says where Create's time went, from the API server's own
+	// timestamps (whole seconds).
+	CreateSteps string
+}
+
+// createSteps reads, for the members of a just-settled cluster, when (after
+// the cluster's creation) the last one was scheduled, had its container
+// running and turned ready, and when the cluster turned Available.
+func createSteps(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	NewWithT(t).Expect(in.Env.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(operator.SelectorLabels(c)))).To(Succeed())
+	t0 := c.CreationTimestamp.Time
+	var scheduled, running, ready time.Time
+	latest := func(at *time.Time, t time.Time) {
+		if t.After(*at) {
+			*at = t
+		}
+	}
+	for _, p := range pods.Items {
+		for _, cond := range p.Status.Conditions {
+			switch cond.Type {
+			case corev1.PodScheduled:
+				latest(&scheduled, cond.LastTransitionTime.Time)
+			case corev1.PodReady:
+				latest(&ready, cond.LastTransitionTime.Time)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				latest(&running, cs.State.Running.StartedAt.Time)
+			}
+		}
+	}
+	var available time.Time
+	if cond := meta.FindStatusCondition(c.Status.Conditions, dbv1.ConditionAvailable); cond != nil {
+		available = cond.LastTransitionTime.Time
+	}
+	at := func(t time.Time) string { return fmt.Sprintf("+%.0fs", t.Sub(t0).Seconds()) }
+	return fmt.Sprintf("last member scheduled %s, running %s, ready %s; Available %s", at(scheduled), at(running), at(ready), at(available))
 }
 
 // BringUpRound measures one BringUp in its own namespace (in.Namespace).
@@ -47,6 +88,7 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 	start := time.Now()
 	g.Expect(in.Env.Client.Create(ctx, c)).To(Succeed())
 	b.Create = waitSettled(ctx, t, in, c, 3, start)
+	b.CreateSteps = createSteps(ctx, t, in, c)
 
 	start = time.Now()
 	g.Expect(Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](5) })).To(Succeed())

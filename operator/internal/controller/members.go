@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -42,7 +45,7 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 		// Health comes from pod readiness, which the StatefulSet watch reports.
 		return ctrl.Result{}, nil
 	case healthyCount(s.members) < len(s.members):
-		return ctrl.Result{RequeueAfter: DegradedRecheckInterval}, nil
+		return ctrl.Result{RequeueAfter: degradedRecheck(s.cluster.Status.Conditions, r.now())}, nil
 	default:
 		return ctrl.Result{RequeueAfter: HealthCheckInterval}, nil
 	}
@@ -143,4 +146,16 @@ func healthyCount(members []dbv1.MemberStatus) int {
 		}
 	}
 	return n
+}
+
+// degradedRecheck is when to read member health again while a member is
+// unhealthy: every second for the first DegradedFastWindow after the
+// cluster turned Degraded (or before it has), then every
+// DegradedRecheckInterval, so a member down for good costs little.
+func degradedRecheck(conds []metav1.Condition, now time.Time) time.Duration {
+	c := meta.FindStatusCondition(conds, dbv1.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || now.Sub(c.LastTransitionTime.Time) < DegradedFastWindow {
+		return DegradedFastRecheck
+	}
+	return DegradedRecheckInterval
 }

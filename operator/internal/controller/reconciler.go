@@ -49,7 +49,14 @@ const ControllerName = "databasecluster"
 const (
 	// HealthCheckInterval re-reads member health from etcd, which no watch reports.
 	HealthCheckInterval = 60 * time.Second
-	// DegradedRecheckInterval re-reads member health sooner while a member is unhealthy.
+	// DegradedFastRecheck re-reads member health while a member has been
+	// unhealthy for less than DegradedFastWindow: a member that comes back
+	// shows as healthy within a second.
+	DegradedFastRecheck = time.Second
+	// DegradedFastWindow is how long the fast recheck lasts.
+	DegradedFastWindow = time.Minute
+	// DegradedRecheckInterval re-reads member health after that, while a
+	// member stays unhealthy.
 	DegradedRecheckInterval = 10 * time.Second
 	// ForeignChildRecheckInterval retries after a user removes a conflicting object.
 	ForeignChildRecheckInterval = 2 * time.Minute
