@@ -47,8 +47,10 @@ type RunOptions struct {
 func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
 
 // writeStall is the shortest stretch without an acknowledged write that
-// counts as writes having stopped.
-const writeStall = time.Second
+// counts as writes having stopped: longer than one failover of the
+// workload's clients (a 750 ms timeout on a member being replaced, then the
+// next member), so that a client moving on is not taken for etcd stopping.
+const writeStall = 2 * time.Second
 
 // RunAll runs the selected scenarios in turn, writing the report (json,
 // junit, summary, html) after each.
@@ -415,6 +417,10 @@ func (r *run) deletePod(ctx context.Context, ns, name string, claims bool) error
 	return errors.Join(errs...)
 }
 
+// workloadOpTimeout bounds one workload operation: well above a healthy
+// write here (tens of milliseconds), well under etcd's failover time.
+const workloadOpTimeout = 750 * time.Millisecond
+
 // startEtcdKV opens a tunnel to each pod of the endpoints role and starts
 // the key-value workload through them.
 func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
@@ -432,14 +438,23 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 		}
 		endpoints = append(endpoints, t.Addr)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
-	if err != nil {
-		return nil, err
+	// One client per member, failing over between them like an etcd client
+	// with every endpoint: a member cut off from the leader refuses at once
+	// (RequireLeader) or times out within OpTimeout, and is then avoided for
+	// a second, so the workload measures etcd, not its own waiting.
+	var replicas []workload.KV
+	for _, ep := range endpoints {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+			DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		r.closer = append(r.closer, func() { _ = cli.Close() })
+		replicas = append(replicas, workload.EtcdKV{Client: cli, RequireLeader: true})
 	}
-	r.closer = append(r.closer, func() { _ = cli.Close() })
-	kv := workload.EtcdKV{Client: cli}
-	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
+	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second}
+	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
+		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
 	r.closer = append(r.closer, func() { load.Stop() })
 	err = framework.PollFor(ctx, "the workload's first acknowledged writes", time.Minute, 100*time.Millisecond, func(context.Context) (bool, string, error) {
 		n, last := 0, ""

@@ -9,11 +9,22 @@ import (
 // EtcdKV is KV over etcd's v3 client: Put and a linearizable Get.
 type EtcdKV struct {
 	Client *clientv3.Client
+	// RequireLeader makes a member without a leader (cut off from the
+	// majority) refuse at once instead of holding the request until the
+	// operation times out.
+	RequireLeader bool
+}
+
+func (e EtcdKV) ctx(ctx context.Context) context.Context {
+	if e.RequireLeader {
+		return clientv3.WithRequireLeader(ctx)
+	}
+	return ctx
 }
 
 // Put implements KV.
 func (e EtcdKV) Put(ctx context.Context, key, value string) (int64, error) {
-	resp, err := e.Client.Put(ctx, key, value)
+	resp, err := e.Client.Put(e.ctx(ctx), key, value)
 	if err != nil {
 		return 0, err
 	}
@@ -22,7 +33,7 @@ func (e EtcdKV) Put(ctx context.Context, key, value string) (int64, error) {
 
 // Get implements KV.
 func (e EtcdKV) Get(ctx context.Context, key string) (string, bool, error) {
-	resp, err := e.Client.Get(ctx, key)
+	resp, err := e.Client.Get(e.ctx(ctx), key)
 	if err != nil || len(resp.Kvs) == 0 {
 		return "", false, err
 	}
@@ -31,7 +42,7 @@ func (e EtcdKV) Get(ctx context.Context, key string) (string, bool, error) {
 
 // GetAt implements KV.
 func (e EtcdKV) GetAt(ctx context.Context, key string, revision int64) (string, int64, bool, error) {
-	resp, err := e.Client.Get(ctx, key, clientv3.WithRev(revision))
+	resp, err := e.Client.Get(e.ctx(ctx), key, clientv3.WithRev(revision))
 	if err != nil || len(resp.Kvs) == 0 {
 		return "", 0, false, err
 	}
