@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	. "github.com/onsi/gomega"
 )
 
@@ -94,12 +93,5 @@ func TestWorkloadThroughFailover(t *testing.T) {
 	c := l.Counts()
 	g.Expect(c.AckedWrites).To(BeNumerically(">", 20))
 	g.Expect(c.AmbiguousWrites+c.FailedReads).To(BeNumerically(">", 0), "the cut-off replica was tried")
-
-	checked, lost, err := l.VerifyDurability(t.Context(), kv)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(checked).To(Equal(c.AckedWrites))
-	g.Expect(lost).To(BeEmpty())
-	lin, err := l.CheckLinearizable(10*time.Second, t.TempDir())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(lin.Result).To(Equal(porcupine.Ok))
+	expectSafe(t, l, kv)
 }

@@ -93,15 +93,24 @@ func TestHealthyStoreLosesNothingAndIsLinearizable(t *testing.T) {
 	g.Expect(c.AckedWrites).To(BeNumerically(">", 20), "the workload wrote")
 	g.Expect(c.Reads).To(BeNumerically(">", 20), "the workload read")
 
-	checked, lost, err := l.VerifyDurability(t.Context(), newMemKVFrom(l))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(checked).To(Equal(c.AckedWrites))
-	g.Expect(lost).To(BeEmpty())
+	lin := expectSafe(t, l, newMemKVFrom(l))
+	g.Expect(lin.Operations).To(Equal(c.AckedWrites + c.Reads))
+}
 
+// expectSafe checks a ledger against kv: every acknowledged write is there
+// (none lost) and the history is linearizable; it returns the porcupine
+// check for further expectations.
+func expectSafe(t *testing.T, l *Ledger, kv KV) Linearizability {
+	t.Helper()
+	g := NewWithT(t)
+	checked, lost, err := l.VerifyDurability(t.Context(), kv)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(checked).To(Equal(l.Counts().AckedWrites))
+	g.Expect(lost).To(BeEmpty())
 	lin, err := l.CheckLinearizable(10*time.Second, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(lin.Result).To(Equal(porcupine.Ok))
-	g.Expect(lin.Operations).To(Equal(c.AckedWrites + c.Reads))
+	return lin
 }
 
 // newMemKVFrom replays the ledger's acknowledged writes into a fresh store,

@@ -116,17 +116,11 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 	return b
 }
 
-// waitSettled polls until Healthy(c, n) and returns the time since start.
+// waitSettled waits until Healthy(c, n), reading every benchInterval, and
+// returns the time since start.
 func waitSettled(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int, start time.Time) time.Duration {
 	t.Helper()
-	err := framework.PollFor(ctx, fmt.Sprintf("%s to have %d healthy members", c.Name, n), availableTimeout, benchInterval, func(ctx context.Context) (bool, string, error) {
-		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, err.Error(), nil
-		}
-		ok, seen := Healthy(c, n)
-		return ok, seen, nil
-	})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	waitHealthyEvery(ctx, t, in, c, n, benchInterval)
 	return time.Since(start)
 }
 

@@ -130,7 +130,13 @@ func CreateCluster(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.Data
 // Degraded, its status lists n healthy voting members and no learner.
 func WaitHealthy(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int) {
 	t.Helper()
-	err := framework.PollFor(ctx, fmt.Sprintf("%s to have %d healthy members", c.Name, n), availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+	waitHealthyEvery(ctx, t, in, c, n, pollInterval)
+}
+
+// waitHealthyEvery is WaitHealthy reading the cluster every interval.
+func waitHealthyEvery(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int, interval time.Duration) {
+	t.Helper()
+	err := framework.PollFor(ctx, fmt.Sprintf("%s to have %d healthy members", c.Name, n), availableTimeout, interval, func(ctx context.Context) (bool, string, error) {
 		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return false, err.Error(), nil
 		}
