@@ -37,7 +37,7 @@ ACTIONLINT     := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
 
 # What controller-gen writes; verify-generated fails when it differs from git.
-GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go chaos/install/crds \
+GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/webhook/manifests.yaml operator/api/v1alpha1/zz_generated.deepcopy.go operator/api/v1beta1/zz_generated.deepcopy.go chaos/install/crds \
 	$(EXAMPLE_MODULES:%=%/config) $(EXAMPLE_MODULES:%=%/zz_generated.deepcopy.go)
 
 # Packages of each tier. The e2e and chaos tiers carry a build tag, so

@@ -8,7 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
@@ -53,6 +54,10 @@ type (
 
 // FieldOwner is the server-side-apply field manager of every child.
 const FieldOwner = controller.FieldOwner
+
+// MissingReferenceRecheck is how soon a pass blocked on a missing
+// StorageClass or restore claim looks again.
+const MissingReferenceRecheck = controller.MissingReferenceRecheck
 
 // BugsCompiledIn tells whether bug variants can be switched on in this build.
 const BugsCompiledIn = controller.BugsCompiledIn
@@ -130,6 +135,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := dbv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := dbv1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

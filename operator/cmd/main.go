@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +26,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/certs"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
@@ -50,8 +52,9 @@ type options struct {
 	zap                     zap.Options
 }
 
-// webhookOptions configure the validating webhook and its self-managed
-// certificate (no cert-manager: the operator creates, rotates and injects it).
+// webhookOptions configure the validating and conversion webhooks and their
+// self-managed certificate (no cert-manager: the operator creates, rotates
+// and injects it).
 type webhookOptions struct {
 	enabled           bool
 	port              int
@@ -59,6 +62,7 @@ type webhookOptions struct {
 	serviceName       string
 	secretName        string
 	configurationName string
+	crdName           string
 	namespace         string
 }
 
@@ -81,6 +85,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhooks.serviceName, "webhook-service-name", "gauntlet-webhook-service", "Service that fronts the webhook server; the certificate is issued for its DNS names.")
 	fs.StringVar(&o.webhooks.secretName, "webhook-secret-name", "gauntlet-webhook-server-cert", "Secret holding the webhook's CA and certificate, shared by every replica.")
 	fs.StringVar(&o.webhooks.configurationName, "webhook-configuration-name", "gauntlet-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps current.")
+	fs.StringVar(&o.webhooks.crdName, "conversion-crd-name", "databaseclusters.database.gauntlet.dev", "CustomResourceDefinition whose conversion webhook caBundle the operator keeps current; empty leaves it alone.")
 	o.zap.BindFlags(fs)
 	enableBugs := bindBugFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +135,12 @@ func run(o options) error {
 	if err := dbv1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := dbv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 
 	// Only member pods are cached: the operator has no business with others.
 	managed := labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagerName})
@@ -164,10 +175,11 @@ func run(o options) error {
 		return fmt.Errorf("creating a clientset for pod logs: %w", err)
 	}
 	r := &controller.Reconciler{
-		Client:   mgr.GetClient(),
-		Events:   mgr.GetEventRecorder(controller.FieldOwner),
-		Metrics:  metrics.NewRecorder(ctrlmetrics.Registry),
-		Builders: builders.Options{ClusterDomain: o.clusterDomain},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Events:    mgr.GetEventRecorder(controller.FieldOwner),
+		Metrics:   metrics.NewRecorder(ctrlmetrics.Registry),
+		Builders:  builders.Options{ClusterDomain: o.clusterDomain},
 	}
 	r.Snapshotter = &snapshot.Job{Client: mgr.GetClient(), Logs: snapshot.PodLogs{Clientset: clientset}, Builders: r.Builders}
 	if o.memberAPI {
@@ -202,6 +214,13 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+func conversionCRDs(name string) []string {
+	if name == "" {
+		return nil
+	}
+	return []string{name}
+}
+
 // setupWebhooks obtains the webhook certificate before the webhook server
 // starts (it needs the files), keeps it rotated, and serves the validator.
 func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, o webhookOptions) error {
@@ -216,6 +235,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, sche
 		ServiceName:           o.serviceName,
 		CertDir:               o.certDir,
 		WebhookConfigurations: []string{o.configurationName},
+		ConversionCRDs:        conversionCRDs(o.crdName),
 	})
 	if err != nil {
 		return fmt.Errorf("webhook certificates: %w", err)

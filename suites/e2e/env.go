@@ -28,7 +28,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 

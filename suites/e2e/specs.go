@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
@@ -366,7 +366,7 @@ func SnapshotSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	g.Expect(in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: claim}, &corev1.PersistentVolumeClaim{})).To(Succeed(), "the snapshot claim outlives the cluster")
 
 	restored := reference.NewCluster(in.Namespace, "restored").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
-	restored.Spec.RestoreFrom = &dbv1.RestoreSource{ClaimName: claim, File: file}
+	restored.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: claim, File: file}}
 	CreateCluster(ctx, t, in, restored)
 	ExpectKeys(ctx, t, in, restored, "snap", 30)
 

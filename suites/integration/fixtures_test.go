@@ -79,7 +79,7 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 			rejected := f.docs[0]
 			if f.onUpdate {
 				g.Expect(f.docs).To(HaveLen(2), "an update fixture has the original and the update")
-				g.Expect(env.Client.Create(ctx, f.docs[0])).To(Succeed(), "the original must be valid")
+				g.Expect(env.Client.Create(ctx, f.docs[0], client.FieldValidation("Strict"))).To(Succeed(), "the original must be valid")
 				// The operator adds its finalizer meanwhile: apply the update
 				// to the latest version, so the rejection comes from the rule
 				// and not from optimistic concurrency.
@@ -91,7 +91,7 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 					rejected = f.docs[1].DeepCopy()
 					rejected.SetResourceVersion(current.GetResourceVersion())
 					rejected.SetFinalizers(current.GetFinalizers())
-					return env.Client.Update(ctx, rejected)
+					return env.Client.Update(ctx, rejected, client.FieldValidation("Strict"))
 				})
 				g.Expect(err).To(HaveOccurred(), "rule %q: the update was accepted", f.rule)
 				for _, want := range f.expect {
@@ -100,7 +100,7 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 				return
 			}
 			g.Expect(f.docs).To(HaveLen(1))
-			err := env.Client.Create(ctx, rejected)
+			err := env.Client.Create(ctx, rejected, client.FieldValidation("Strict"))
 			g.Expect(err).To(HaveOccurred(), "rule %q: the object was accepted", f.rule)
 			for _, want := range f.expect {
 				g.Expect(err.Error()).To(ContainSubstring(want), "rule %q", f.rule)
@@ -122,7 +122,7 @@ func TestSampleFixturesAreAccepted(t *testing.T) {
 			ns := newNamespace(t, "samples-")
 			for _, d := range f.docs {
 				d.SetNamespace(ns)
-				g.Expect(env.Client.Create(t.Context(), d)).To(Succeed(), "%s", path)
+				g.Expect(env.Client.Create(t.Context(), d, client.FieldValidation("Strict"))).To(Succeed(), "%s", path)
 				policy, _, _ := unstructured.NestedString(d.Object, "spec", "deletionPolicy")
 				g.Expect(policy).To(BeElementOf("Snapshot", "Delete"), "the schema defaults deletionPolicy")
 			}

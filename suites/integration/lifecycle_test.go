@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )

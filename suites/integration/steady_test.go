@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
@@ -56,7 +56,7 @@ func TestSteadyStateResyncWritesNothing(t *testing.T) {
 		if err := reconciler.Client.Get(ctx, client.ObjectKeyFromObject(c), cached); err != nil {
 			return false, err.Error(), nil
 		}
-		return cached.ResourceVersion == before["*v1alpha1.DatabaseCluster/db"], cached.ResourceVersion, nil
+		return cached.ResourceVersion == before["*v1beta1.DatabaseCluster/db"], cached.ResourceVersion, nil
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 

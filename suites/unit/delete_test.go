@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )

@@ -9,12 +9,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
@@ -28,8 +30,8 @@ func TestRestoreFromSnapshot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := reference.NewCluster("default", "restored").Build()
-	c.Spec.RestoreFrom = &dbv1.RestoreSource{ClaimName: "db-snapshots", File: "db-20261122T100000Z.db"}
-	w := reference.NewWorld(t, c)
+	c.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "db-snapshots", File: "db-20261122T100000Z.db"}}
+	w := reference.NewWorld(t, c, snapshotClaim(c.Namespace, "db-snapshots"))
 	failures := 1
 	var restored []string
 	jobs := &framework.JobSimulator{Client: w.Client, Namespace: c.Namespace,
@@ -80,4 +82,57 @@ func TestRestoreFromSnapshot(t *testing.T) {
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy))
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled))
 	g.Expect(w.Etcd.Members()).To(HaveLen(3))
+}
+
+func snapshotClaim(ns, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// TestRestoreFromAMissingClaim: a restore source that does not exist stops
+// the pass with Progressing=False/Blocked naming the field and the claim, and
+// creates nothing; once the claim appears, the restore starts.
+func TestRestoreFromAMissingClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "restored").Build()
+	c.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "gone-snapshots", File: "gone.db"}}
+	w := reference.NewWorld(t, c)
+
+	res, err := w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Result.RequeueAfter).To(Equal(operator.MissingReferenceRecheck))
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining(`spec.restoreFrom.volume.claimName: PersistentVolumeClaim "gone-snapshots" does not exist`))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "restored-restore-0"}, &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "data-restored-0"}, &corev1.PersistentVolumeClaim{})).To(Satisfy(apierrors.IsNotFound))
+
+	g.Expect(w.Client.Create(ctx, snapshotClaim(c.Namespace, "gone-snapshots"))).To(Succeed())
+	_, err = w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonRestoring))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "restored-restore-0"}, &batchv1.Job{})).To(Succeed())
+}
+
+// TestMissingStorageClass: a StorageClass that does not exist is named on
+// Progressing within one pass, before any member is created; once it exists
+// the members are created.
+func TestMissingStorageClass(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "db").Build()
+	c.Spec.Storage.StorageClassName = ptr.To("fast-ssd")
+	w := reference.NewWorld(t, c)
+
+	_, err := w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining(`spec.storage.storageClassName: StorageClass "fast-ssd" does not exist`))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: operator.StatefulSetName(c)}, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound))
+
+	g.Expect(w.Client.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast-ssd"}, Provisioner: "example.com/ssd"})).To(Succeed())
+	settle(t, w, c)
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
 }

@@ -34,6 +34,7 @@ type DatabaseClusterSpec struct {
 	// Image is the etcd container image. Changing it rolls members one at a time.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('\\\\s')",message="image must not contain spaces or other whitespace"
 	// +required
 	Image string `json:"image"`
 
@@ -68,11 +69,13 @@ type RestoreSource struct {
 	// ClaimName is the PersistentVolumeClaim that holds the snapshot.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="claimName must be a PersistentVolumeClaim name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +required
 	ClaimName string `json:"claimName"`
 	// File is the snapshot's file name on that claim.
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$')",message="file must be a plain file name: letters, digits, '.', '_' and '-', starting with a letter or digit, with no directory"
 	// +required
 	File string `json:"file"`
 }
@@ -81,6 +84,8 @@ type RestoreSource struct {
 type StorageSpec struct {
 	// StorageClassName of the volume claims; empty uses the cluster's default class.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="storageClassName must be a StorageClass name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
@@ -172,6 +177,8 @@ type DatabaseClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48",message="metadata.name must be at most 48 characters: the operator names the cluster's children after it, and the longest, <name>-final-snapshot, must fit in 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Services, which must be DNS labels"
 type DatabaseCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -180,18 +187,6 @@ type DatabaseCluster struct {
 	Spec DatabaseClusterSpec `json:"spec"`
 	// +optional
 	Status DatabaseClusterStatus `json:"status,omitempty"`
-}
-
-// GetConditions returns the status conditions; the Gauntlet condition
-// assertions read conditions through this method.
-func (c *DatabaseCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
-
-// DesiredReplicas returns spec.replicas, treating an unset value as 0.
-func (c *DatabaseCluster) DesiredReplicas() int32 {
-	if c.Spec.Replicas == nil {
-		return 0
-	}
-	return *c.Spec.Replicas
 }
 
 // +kubebuilder:object:root=true

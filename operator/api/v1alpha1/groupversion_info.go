@@ -1,5 +1,8 @@
-// Package v1alpha1 contains the API of the reference operator: the
-// DatabaseCluster kind in the database.gauntlet.dev group.
+// Package v1alpha1 is the first API of the reference operator: the
+// DatabaseCluster kind in the database.gauntlet.dev group. It is still served
+// and converts to and from v1beta1, the storage version and hub; what only
+// v1beta1 can say is kept in an annotation so that nothing is lost on a round
+// trip through v1alpha1.
 //
 // +kubebuilder:object:generate=true
 // +groupName=database.gauntlet.dev

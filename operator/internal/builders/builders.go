@@ -12,7 +12,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 // Ports etcd listens on inside each member pod.

@@ -12,7 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 func cluster(replicas int32) *dbv1.DatabaseCluster {
@@ -212,4 +212,42 @@ func TestValidate(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
 		})
 	}
+}
+
+// childNames are the names of every object the operator creates for c,
+// with the limit each must fit: 63 for what becomes a DNS label or a label
+// value, 52 for the StatefulSet (its pods' controller-revision-hash label
+// is <name>-<10-character hash>).
+func childNames(c *dbv1.DatabaseCluster) map[string]int {
+	names := map[string]int{
+		HeadlessServiceName(c): 63, ClientServiceName(c): 63, PodDisruptionBudgetName(c): 253,
+		MembersConfigMapName(c): 253, SnapshotClaimName(c): 253, SnapshotJobName(c): 63,
+		c.Name: 63, // the instance label's value
+	}
+	names[StatefulSetName(c)] = 52
+	for i := range 9 {
+		names[MemberName(c, i)] = 63
+		names[DataClaimName(MemberName(c, i))] = 253
+		names[RestoreJobName(c, i)] = 63
+	}
+	return names
+}
+
+// TestMaxNameLengthFitsEveryChild: the CRD's name limit is exactly the
+// longest name whose every child fits, so admission refuses what the
+// operator could not create, and nothing more.
+func TestMaxNameLengthFitsEveryChild(t *testing.T) {
+	g := NewWithT(t)
+	fits := func(n int) bool {
+		c := cluster(9)
+		c.Name = "a" + strings.Repeat("b", n-1)
+		for name, limit := range childNames(c) {
+			if len(name) > limit {
+				return false
+			}
+		}
+		return true
+	}
+	g.Expect(fits(dbv1.MaxNameLength)).To(BeTrue(), "a %d-character name must fit", dbv1.MaxNameLength)
+	g.Expect(fits(dbv1.MaxNameLength+1)).To(BeFalse(), "a %d-character name must not fit, or the limit is too strict", dbv1.MaxNameLength+1)
 }

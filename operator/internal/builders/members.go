@@ -5,7 +5,7 @@ import (
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 // Keys of the members ConfigMap: etcd reads them as its --initial-cluster

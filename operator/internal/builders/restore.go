@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 // RestoreContainer restores one member's data directory (etcdutl snapshot restore).
@@ -58,12 +58,13 @@ func MemberClaim(c *dbv1.DatabaseCluster, member string) *corev1.PersistentVolum
 	}
 }
 
-// RestoreJob restores spec.restoreFrom into member ordinal's claim, as a
-// member of a new cluster made of members (the bootstrap members). The
-// operator runs one at a time: the snapshot claim is ReadWriteOnce.
+// RestoreJob restores spec.restoreFrom.volume into member ordinal's claim, as
+// a member of a new cluster made of members (the bootstrap members). The
+// operator runs one at a time: the snapshot claim is ReadWriteOnce. Call it
+// only when spec.restoreFrom.volume is set.
 func RestoreJob(c *dbv1.DatabaseCluster, ordinal int, members []string, o Options) *batchv1.Job {
 	name := MemberName(c, ordinal)
-	src := c.Spec.RestoreFrom
+	src := c.Spec.RestoreFrom.Volume
 	args := RestoreArgs(SnapshotMountPath+"/"+src.File, name, InitialCluster(c, o, members...), ClusterToken(c), PeerURL(c, name, o), DataDir)
 	ctr := snapshotContainer(c, RestoreContainer, "etcdutl", []corev1.VolumeMount{
 		{Name: "snapshots", MountPath: SnapshotMountPath, ReadOnly: true},

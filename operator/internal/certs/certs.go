@@ -2,7 +2,8 @@
 // cert-manager: the operator keeps a self-signed CA and a serving certificate
 // in a kubernetes.io/tls Secret, renews them before they expire, writes the
 // serving pair into the webhook server's CertDir, and injects the CA into the
-// caBundle of its ValidatingWebhookConfigurations.
+// caBundle of its ValidatingWebhookConfigurations and of the conversion
+// webhook of its CustomResourceDefinitions.
 //
 // Every replica runs a Manager (it needs no leader election): replicas share
 // the Secret, and whichever writes it first wins; the others read and use
@@ -25,6 +26,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -68,6 +70,10 @@ type Options struct {
 	// WebhookConfigurations names the ValidatingWebhookConfigurations whose
 	// every webhook gets the CA as clientConfig.caBundle.
 	WebhookConfigurations []string
+	// ConversionCRDs names the CustomResourceDefinitions whose conversion
+	// webhook gets the CA as spec.conversion.webhook.clientConfig.caBundle.
+	// Each must already use the Webhook conversion strategy.
+	ConversionCRDs []string
 	// ClusterDomain is the DNS suffix of Services; "cluster.local" when empty.
 	ClusterDomain string
 	// CAValidity is the lifetime of a new CA; 10 years when zero. It must be
@@ -126,6 +132,9 @@ func (o Options) validate() error {
 	for i, n := range o.WebhookConfigurations {
 		name(fmt.Sprintf("WebhookConfigurations[%d]", i), n, validation.IsDNS1123Subdomain)
 	}
+	for i, n := range o.ConversionCRDs {
+		name(fmt.Sprintf("ConversionCRDs[%d]", i), n, validation.IsDNS1123Subdomain)
+	}
 	if o.CertDir == "" {
 		errs = append(errs, errors.New("CertDir is required"))
 	}
@@ -166,6 +175,7 @@ func (o Options) dnsNames() []string {
 // emits one ClusterRole for the whole operator.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;update;patch
 
 // Manager keeps the webhook's serving certificate and CA valid, on disk, in
 // the Secret and in the caBundle of the webhook configurations. It is a
@@ -199,6 +209,7 @@ func New(c client.Client, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("certs: invalid options: %w", err)
 	}
 	o.WebhookConfigurations = slices.Clone(o.WebhookConfigurations)
+	o.ConversionCRDs = slices.Clone(o.ConversionCRDs)
 	return &Manager{
 		client: c,
 		opts:   o,
@@ -217,9 +228,10 @@ func New(c client.Client, o Options) (*Manager, error) {
 // due for renewal, issues a new serving certificate (and a new CA only when
 // the CA itself is missing, invalid or near expiry) and writes the Secret;
 // then it sets caBundle on every webhook of the configured
-// ValidatingWebhookConfigurations when it differs, and last writes tls.crt and
-// tls.key into CertDir when they differ. A missing configuration is an error
-// that names it, and leaves the files alone.
+// ValidatingWebhookConfigurations and on the conversion webhook of the
+// configured CustomResourceDefinitions when it differs, and last writes
+// tls.crt and tls.key into CertDir when they differ. A missing configuration
+// or CRD is an error that names it, and leaves the files alone.
 func (m *Manager) Ensure(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -231,6 +243,11 @@ func (m *Manager) Ensure(ctx context.Context) error {
 	// serves a certificate signed by it.
 	for _, name := range m.opts.WebhookConfigurations {
 		if err := m.injectCABundle(ctx, name, data[KeyCACert]); err != nil {
+			return err
+		}
+	}
+	for _, name := range m.opts.ConversionCRDs {
+		if err := m.injectConversionCABundle(ctx, name, data[KeyCACert]); err != nil {
 			return err
 		}
 	}
@@ -390,6 +407,38 @@ func (m *Manager) injectCABundle(ctx context.Context, name string, caBundle []by
 		return fmt.Errorf("the ValidatingWebhookConfiguration %q does not exist: %w", name, err)
 	case err != nil:
 		return fmt.Errorf("injecting caBundle into ValidatingWebhookConfiguration %q: %w", name, err)
+	}
+	return nil
+}
+
+// injectConversionCABundle sets caBundle on the conversion webhook of the
+// named CustomResourceDefinition.
+func (m *Manager) injectConversionCABundle(ctx context.Context, name string, caBundle []byte) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := m.client.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
+			return err
+		}
+		conv := crd.Spec.Conversion
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			return fmt.Errorf("CustomResourceDefinition %q has no conversion webhook (spec.conversion.strategy is not Webhook with a clientConfig): install the operator's CRD manifest", name)
+		}
+		if bytes.Equal(conv.Webhook.ClientConfig.CABundle, caBundle) {
+			return nil
+		}
+		orig := crd.DeepCopy()
+		conv.Webhook.ClientConfig.CABundle = caBundle
+		if err := m.client.Patch(ctx, &crd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("injected the webhook CA bundle", "customResourceDefinition", name)
+		return nil
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the CustomResourceDefinition %q does not exist: %w", name, err)
+	case err != nil:
+		return fmt.Errorf("injecting caBundle into the conversion webhook of CustomResourceDefinition %q: %w", name, err)
 	}
 	return nil
 }

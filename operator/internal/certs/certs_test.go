@@ -19,8 +19,10 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -305,7 +307,16 @@ func runTests(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 		}
 	}()
-	if apiClient, err = client.NewWithWatch(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if apiClient, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintf(os.Stderr, "creating a client: %v\n", err)
 		return 1
 	}
@@ -528,6 +539,84 @@ func TestEnsureNamesMissingWebhookConfiguration(t *testing.T) {
 	g.Expect(m.Checker(nil)).To(HaveOccurred())
 	_, err = os.Stat(filepath.Join(o.CertDir, KeyTLSCert))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "no file is served before the CA is trusted: %v", err)
+}
+
+// conversionCRD creates a CRD in its own group whose conversion webhook
+// points at the fixture's Service (never called: nothing is stored in it).
+func (f *fixture) conversionCRD(t *testing.T, strategy apiextensionsv1.ConversionStrategyType) string {
+	t.Helper()
+	g := NewWithT(t)
+	group := f.ns + ".certs.test"
+	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: name, Served: true, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions:   []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", true), version("v1alpha1", false)},
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: strategy},
+		},
+	}
+	if strategy == apiextensionsv1.WebhookConverter {
+		crd.Spec.Conversion.Webhook = &apiextensionsv1.WebhookConversion{
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
+				Namespace: f.ns, Name: f.svc, Path: ptr.To("/convert"),
+			}},
+			ConversionReviewVersions: []string{"v1"},
+		}
+	}
+	g.Expect(f.c.Create(f.ctx, crd)).To(Succeed())
+	t.Cleanup(func() { _ = f.c.Delete(context.WithoutCancel(f.ctx), crd) })
+	return crd.Name
+}
+
+func TestEnsureInjectsTheConversionWebhookCABundle(t *testing.T) {
+	f := newFixture(t)
+	g := NewWithT(t)
+	o := f.options(t)
+	o.ConversionCRDs = []string{f.conversionCRD(t, apiextensionsv1.WebhookConverter)}
+	m := f.manager(t, o)
+	g.Expect(m.Ensure(f.ctx)).To(Succeed())
+	s := f.expectConsistent(g, o.CertDir)
+	var crd apiextensionsv1.CustomResourceDefinition
+	g.Expect(f.c.Get(f.ctx, client.ObjectKey{Name: o.ConversionCRDs[0]}, &crd)).To(Succeed())
+	g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.CABundle).To(Equal(s.Data[KeyCACert]))
+
+	// Cleared by someone else, it is put back by the next Ensure; an Ensure
+	// with nothing to do leaves the CRD's resourceVersion alone.
+	orig := crd.DeepCopy()
+	crd.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
+	g.Expect(f.c.Patch(f.ctx, &crd, client.MergeFrom(orig))).To(Succeed())
+	g.Expect(m.Ensure(f.ctx)).To(Succeed())
+	g.Expect(f.c.Get(f.ctx, client.ObjectKey{Name: o.ConversionCRDs[0]}, &crd)).To(Succeed())
+	g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.CABundle).To(Equal(s.Data[KeyCACert]))
+	rv := crd.ResourceVersion
+	g.Expect(m.Ensure(f.ctx)).To(Succeed())
+	g.Expect(f.c.Get(f.ctx, client.ObjectKey{Name: o.ConversionCRDs[0]}, &crd)).To(Succeed())
+	g.Expect(crd.ResourceVersion).To(Equal(rv))
+}
+
+func TestEnsureNamesACRDWithoutConversionWebhook(t *testing.T) {
+	f := newFixture(t)
+	g := NewWithT(t)
+	for _, c := range []struct {
+		name string
+		want string
+	}{
+		{name: f.conversionCRD(t, apiextensionsv1.NoneConverter), want: "has no conversion webhook"},
+		{name: "widgets.no-such-group.certs.test", want: `CustomResourceDefinition "widgets.no-such-group.certs.test" does not exist`},
+	} {
+		o := f.options(t)
+		o.ConversionCRDs = []string{c.name}
+		m := f.manager(t, o)
+		g.Expect(m.Ensure(f.ctx)).To(MatchError(ContainSubstring(c.want)))
+		g.Expect(m.Checker(nil)).To(HaveOccurred())
+	}
 }
 
 func TestStartReinjectsClearedCABundle(t *testing.T) {

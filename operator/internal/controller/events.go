@@ -3,7 +3,7 @@ package controller
 import (
 	"time"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 // event records an events.k8s.io/v1 event about the cluster, if a recorder is set.

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
@@ -81,6 +81,9 @@ type Snapshotter interface {
 type Reconciler struct {
 	// Client reads and writes the API. In a manager it is the cached client.
 	Client client.Client
+	// APIReader reads what the cache does not hold (objects the user names
+	// in the spec, such as a restore claim or a StorageClass); nil uses Client.
+	APIReader client.Reader
 	// Dialer opens etcd's member API. Nil means member health is inferred
 	// from pod readiness alone (and said so in the Degraded condition).
 	Dialer etcd.Dialer
@@ -111,6 +114,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -147,6 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.bugEarlyStatus,
 		r.readMembersConfig,
 		r.readMembers,
+		r.checkReferences,
 		r.reconcileMembership,
 		r.restoreMembers,
 		r.reconcileStatefulSet,

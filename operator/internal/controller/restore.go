@@ -6,18 +6,23 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/jobs"
 )
 
 // RestorePollInterval checks on a restore Job, in case its watch event is missed.
 const RestorePollInterval = 5 * time.Second
+
+// MissingReferenceRecheck looks again for an object the spec names that does
+// not exist yet (a restore claim, a StorageClass); nothing watches for it.
+const MissingReferenceRecheck = 10 * time.Second
 
 // restoreMembers fills every bootstrap member's volume from spec.restoreFrom
 // before the StatefulSet first exists: it creates each member's claim (the
@@ -27,9 +32,22 @@ const RestorePollInterval = 5 * time.Second
 // retried. Once the StatefulSet exists the restore is over.
 func (r *Reconciler) restoreMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
-	src := c.Spec.RestoreFrom
-	if src == nil || s.statefulSet != nil || s.bootstrapMembers == nil {
+	if c.Spec.RestoreFrom == nil || s.statefulSet != nil || s.bootstrapMembers == nil {
 		return ctrl.Result{}, nil
+	}
+	src := c.Spec.RestoreFrom.Volume
+	if src == nil { // validateSpec refuses any other source
+		return ctrl.Result{}, nil
+	}
+	// The claim is named by the user and carries no label of ours, so the
+	// cache cannot see it: read it from the API server.
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: src.ClaimName}, claim); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("reading the restore source claim %s: %w", src.ClaimName, err)
+		}
+		s.blocked = fmt.Errorf("spec.restoreFrom.volume.claimName: PersistentVolumeClaim %q does not exist in namespace %q; the restore starts when it does", src.ClaimName, c.Namespace)
+		return s.requeueAfter(MissingReferenceRecheck)
 	}
 	names := s.bootstrapMembers
 	for i, name := range names {

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 )
 
@@ -57,6 +57,9 @@ type scope struct {
 	foreignChild error
 	snapshotErr  error
 	restoreErr   error
+	// blocked says what the spec names that does not exist yet, such as a
+	// StorageClass or a restore claim; the pass waits for it.
+	blocked error
 
 	// result is the merged requeue request of the phases run so far; stop ends
 	// the pass after the current phase.

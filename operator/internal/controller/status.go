@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 )
 
@@ -34,6 +34,7 @@ type observation struct {
 	foreignChild error
 	snapshotErr  error
 	restoreErr   error
+	blocked      error
 
 	// progressReason and progressMessage: the membership or rolling step
 	// the pass took or waits on.
@@ -59,6 +60,7 @@ func (s *scope) observation() observation {
 		foreignChild:       s.foreignChild,
 		snapshotErr:        s.snapshotErr,
 		restoreErr:         s.restoreErr,
+		blocked:            s.blocked,
 		progressReason:     s.progressReason,
 		progressMessage:    s.progressMessage,
 		previous:           s.originalStatus.Conditions,
@@ -173,6 +175,8 @@ func progressingCondition(o observation, available metav1.Condition) metav1.Cond
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonInvalidSpec, o.invalidSpec.Error())
 	case o.foreignChild != nil:
 		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked, o.foreignChild.Error())
+	case o.blocked != nil:
+		return condition(o, dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked, o.blocked.Error())
 	case !o.membersObserved:
 		return keepOr(o, dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonCreating, "creating members")
 	case o.progressMessage != "":

@@ -1,6 +1,8 @@
 // Package webhook guards DatabaseClusters at admission: what the schema and
-// CEL rules cannot express because it compares the old object with the new
-// one in terms of etcd's quorum arithmetic.
+// CEL rules cannot express, because it compares the old object with the new
+// one in terms of etcd's quorum arithmetic, or needs a parser (cron) or the
+// API server's own pod rules (container resources). It validates v1beta1;
+// the API server converts v1alpha1 requests before they reach it.
 package webhook
 
 import (
@@ -12,13 +14,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/validation"
 )
 
 // ValidatePath is where the manager serves the validating webhook; the
 // generated ValidatingWebhookConfiguration points at it.
-const ValidatePath = "/validate-database-gauntlet-dev-v1alpha1-databasecluster"
+const ValidatePath = "/validate-database-gauntlet-dev-v1beta1-databasecluster"
 
 // ConfigurationName is the name of the generated ValidatingWebhookConfiguration
 // (before kustomize adds its prefix).
@@ -29,7 +32,7 @@ const (
 	RuleQuorumSafeScaleDown = "quorum-safe scale-down"
 )
 
-// +kubebuilder:webhook:path=/validate-database-gauntlet-dev-v1alpha1-databasecluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=database.gauntlet.dev,resources=databaseclusters,verbs=create;update,versions=v1alpha1,name=vdatabasecluster.gauntlet.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-database-gauntlet-dev-v1beta1-databasecluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=database.gauntlet.dev,resources=databaseclusters,verbs=create;update,versions=v1beta1,name=vdatabasecluster.gauntlet.dev,admissionReviewVersions=v1
 
 // Validator rejects DatabaseCluster changes that would break quorum and warns
 // about sizes that add no fault tolerance.
@@ -37,29 +40,40 @@ type Validator struct{}
 
 var _ admission.Validator[*dbv1.DatabaseCluster] = Validator{}
 
-// SetupWithManager serves the validator from the manager's webhook server.
+// SetupWithManager serves the validator and the conversion webhook (at
+// /convert: v1alpha1 converts through the v1beta1 hub) from the manager's
+// webhook server.
 func SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &dbv1.DatabaseCluster{}).WithValidator(Validator{}).Complete()
 }
 
-// ValidateCreate warns about even sizes.
+// ValidateCreate refuses a spec the operator could not run and warns about
+// even sizes.
 func (Validator) ValidateCreate(_ context.Context, c *dbv1.DatabaseCluster) (admission.Warnings, error) {
+	if errs := validation.Spec(c); len(errs) > 0 {
+		return nil, invalid(c, errs)
+	}
 	return sizeWarnings(c), nil
 }
 
-// ValidateUpdate rejects a scale-down that leaves fewer members than the
-// quorum of the current size, and warns about even sizes. An object being
-// deleted is not checked: its finalizer must always be removable.
+func invalid(c *dbv1.DatabaseCluster, errs field.ErrorList) error {
+	return apierrors.NewInvalid(dbv1.GroupVersion.WithKind("DatabaseCluster").GroupKind(), c.Name, errs)
+}
+
+// ValidateUpdate refuses a spec the operator could not run and a scale-down
+// that leaves fewer members than the quorum of the current size, and warns
+// about even sizes. An object being deleted is not checked: its finalizer
+// must always be removable.
 func (Validator) ValidateUpdate(_ context.Context, oldC, newC *dbv1.DatabaseCluster) (admission.Warnings, error) {
 	if !newC.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	var errs field.ErrorList
+	errs := validation.Spec(newC)
 	if err := quorumSafeScaleDown(oldC.DesiredReplicas(), newC.DesiredReplicas()); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(dbv1.GroupVersion.WithKind("DatabaseCluster").GroupKind(), newC.Name, errs)
+		return nil, invalid(newC, errs)
 	}
 	return sizeWarnings(newC), nil
 }

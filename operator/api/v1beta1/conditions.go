@@ -1,4 +1,4 @@
-package v1alpha1
+package v1beta1
 
 // Condition types of a DatabaseCluster. Each condition has its own set of
 // reasons below; a condition is always set with one of its reasons.

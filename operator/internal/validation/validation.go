@@ -1,0 +1,129 @@
+// Package validation holds the checks of a DatabaseCluster spec that the
+// CRD's schema and CEL rules cannot make: a cron schedule, container resource
+// rules as the API server applies them to pods, and features this operator
+// version does not carry out. The admission webhook refuses what they find,
+// one message per mistake naming the field; the controller runs them too, so
+// that a cluster installed without the webhook says InvalidSpec instead of
+// failing further down.
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+)
+
+// Spec returns every mistake in c's spec that admission must refuse.
+func Spec(c *dbv1.DatabaseCluster) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	errs = append(errs, Resources(spec.Child("resources"), c.Spec.Resources)...)
+	if b := c.Spec.Backup; b != nil {
+		p := spec.Child("backup")
+		if err := Schedule(p.Child("schedule"), b.Schedule); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, field.Forbidden(p, "scheduled backups are not carried out by this operator version yet; remove spec.backup"))
+	}
+	if r := c.Spec.RestoreFrom; r != nil && r.S3 != nil {
+		errs = append(errs, field.Forbidden(spec.Child("restoreFrom", "s3"), "restoring from a bucket is not carried out by this operator version yet; restore from a volume"))
+	}
+	return errs
+}
+
+// Schedule checks a cron schedule the way the CronJob controller parses it:
+// five fields or a macro, with no time zone inside it.
+func Schedule(p *field.Path, schedule string) *field.Error {
+	s := strings.TrimSpace(schedule)
+	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+		return field.Invalid(p, schedule, "a time zone cannot be set inside the schedule; schedules run in the controller manager's time zone (UTC on most clusters)")
+	}
+	if _, err := cron.ParseStandard(s); err != nil {
+		return field.Invalid(p, schedule, fmt.Sprintf("not a cron schedule (%v): use five fields, minute hour day-of-month month day-of-week, for example \"0 3 * * *\", or a macro such as @daily", err))
+	}
+	return nil
+}
+
+// Resources checks container resources as the API server will when the
+// StatefulSet controller creates the pods: the names a container may ask
+// for, no negative amounts, requests within limits, limits required (and
+// equal to requests) for hugepages and extended resources, and no claims
+// (the operator adds no pod-level resource claims).
+func Resources(p *field.Path, r corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range r.Limits {
+		errs = append(errs, quantity(p.Child("limits").Key(string(name)), name, q)...)
+	}
+	for name, q := range r.Requests {
+		kp := p.Child("requests").Key(string(name))
+		errs = append(errs, quantity(kp, name, q)...)
+		limit, hasLimit := r.Limits[name]
+		switch {
+		case exact(name) && !hasLimit:
+			errs = append(errs, field.Required(p.Child("limits").Key(string(name)), fmt.Sprintf("%s cannot be overcommitted: set a limit equal to the request", name)))
+		case exact(name) && q.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(kp, q.String(), fmt.Sprintf("%s cannot be overcommitted: the request must equal the limit (%s)", name, limit.String())))
+		case hasLimit && q.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(kp, q.String(), fmt.Sprintf("more than the limit of %s", limit.String())))
+		}
+	}
+	if len(r.Claims) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("claims"), "resource claims need pod-level claims, which the operator does not add; remove them"))
+	}
+	return errs
+}
+
+func quantity(p *field.Path, name corev1.ResourceName, q resource.Quantity) field.ErrorList {
+	var errs field.ErrorList
+	if msg := resourceName(name); msg != "" {
+		errs = append(errs, field.Invalid(p, string(name), msg))
+	}
+	if q.Sign() < 0 {
+		errs = append(errs, field.Invalid(p, q.String(), "must not be negative"))
+	}
+	if extended(name) && q.MilliValue()%1000 != 0 {
+		errs = append(errs, field.Invalid(p, q.String(), "an extended resource is counted in whole units"))
+	}
+	return errs
+}
+
+// resourceName explains why name is not one a container may ask for, or
+// returns "".
+func resourceName(name corev1.ResourceName) string {
+	switch {
+	case name == corev1.ResourceCPU, name == corev1.ResourceMemory, name == corev1.ResourceEphemeralStorage:
+		return ""
+	case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		if _, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix)); err != nil {
+			return "not a hugepages size such as hugepages-2Mi"
+		}
+		return ""
+	case extended(name):
+		if msgs := validation.IsQualifiedName(string(name)); len(msgs) > 0 {
+			return "not a valid extended resource name: " + strings.Join(msgs, "; ")
+		}
+		return ""
+	case strings.Contains(string(name), "/"):
+		return "the kubernetes.io domain has no such container resource"
+	default:
+		return "not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource such as example.com/gpu"
+	}
+}
+
+// extended is a domain-qualified resource outside kubernetes.io.
+func extended(name corev1.ResourceName) bool {
+	domain, _, found := strings.Cut(string(name), "/")
+	return found && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
+}
+
+// exact resources cannot be overcommitted: a request must equal its limit.
+func exact(name corev1.ResourceName) bool {
+	return extended(name) || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
