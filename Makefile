@@ -45,9 +45,9 @@ GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/w
 # The unit tier is every hermetic package. The etcd client's and the snapshot
 # packages need real etcd binaries (test-etcd); the certificate manager and
 # the integration suite need a real API server (test-int).
-ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot
+ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot ./operator/internal/backup/... ./operator/cmd/backup
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$')
+UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 # The harness libraries an adopter takes alone are a Go module of their own,
@@ -108,8 +108,9 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml
 build: manager gauntlet ## Build the manager binary to bin/manager and the gauntlet CLI to bin/gauntlet.
 
 .PHONY: manager
-manager: ## Build the manager binary to bin/manager.
+manager: ## Build the manager and the backup program (both in the operator image) to bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./operator/cmd
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/backup ./operator/cmd/backup
 
 .PHONY: gauntlet
 gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
@@ -190,7 +191,7 @@ images: docker-engine manager ## Build the operator image and the etcd images (E
 	tools/bins/build.sh etcd $(ETCD_UPGRADE_FROM)
 	tools/images/build.sh etcd $(ETCD_VERSION)
 	tools/images/build.sh etcd $(ETCD_UPGRADE_FROM)
-	@tag=dev-$$(sha256sum $(BIN)/manager | cut -c1-12); \
+	@tag=dev-$$(cat $(BIN)/manager $(BIN)/backup | sha256sum | cut -c1-12); \
 	  tools/images/build.sh operator $$tag && \
 	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
 	  echo "images: operator gauntlet.dev/operator:$$tag, etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM) (names in bin/images.env)"

@@ -10,6 +10,7 @@ import (
 
 	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/controller"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
@@ -116,7 +117,20 @@ var (
 	MembersConfigMapName = builders.MembersConfigMapName
 	// InitialClusterMembers reads the member names of an initial-cluster value.
 	InitialClusterMembers = builders.InitialClusterMembers
+	// BackupCronJobName names the CronJob of a cluster's scheduled backups.
+	BackupCronJobName = builders.BackupCronJobName
+	// BackupJobLabels are on every backup Job and its pods.
+	BackupJobLabels = builders.BackupJobLabels
+	// SnapshotClaimName names the claim that keeps a cluster's snapshots and backups.
+	SnapshotClaimName = builders.SnapshotClaimName
 )
+
+// BackupContainer is the backup Job's container; its termination message is
+// a JSON BackupReport.
+const BackupContainer = builders.BackupContainer
+
+// BackupReport is what a backup Job reports.
+type BackupReport = backup.Report
 
 // Keys and values of the members ConfigMap, and names in the pod template.
 const (

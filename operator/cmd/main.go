@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +47,7 @@ type options struct {
 	maxConcurrentReconciles int
 	clusterDomain           string
 	memberAPI               bool
+	backupImage             string
 	qps                     float64
 	burst                   int
 	webhooks                webhookOptions
@@ -78,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.clusterDomain, "cluster-domain", builders.DefaultClusterDomain, "DNS suffix of Services in this cluster, used in member peer and client URLs.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Sustained queries per second to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	fs.StringVar(&o.backupImage, "backup-image", "", "Image the backup Jobs run (it must hold /backup); empty uses the manager's own image, read from its pod (POD_NAME, POD_NAMESPACE).")
 	fs.BoolVar(&o.memberAPI, "etcd-member-api", true, "Read member health from etcd's own API; false infers it from pod readiness alone (for simulated pods, as in the envtest benchmark).")
 	fs.BoolVar(&o.webhooks.enabled, "enable-webhooks", true, "Serve the validating webhook (with a self-managed certificate).")
 	fs.IntVar(&o.webhooks.port, "webhook-port", 9443, "Port the webhook server listens on.")
@@ -164,6 +167,7 @@ func run(o options) error {
 			&corev1.ConfigMap{}:             {Label: managed},
 			&corev1.PersistentVolumeClaim{}: {Label: managed},
 			&batchv1.Job{}:                  {Label: managed},
+			&batchv1.CronJob{}:              {Label: managed},
 		}},
 	})
 	if err != nil {
@@ -174,12 +178,16 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset for pod logs: %w", err)
 	}
+	backupImage, err := resolveBackupImage(ctx, clientset, o.backupImage)
+	if err != nil {
+		return err
+	}
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder(controller.FieldOwner),
 		Metrics:   metrics.NewRecorder(ctrlmetrics.Registry),
-		Builders:  builders.Options{ClusterDomain: o.clusterDomain},
+		Builders:  builders.Options{ClusterDomain: o.clusterDomain, BackupImage: backupImage},
 	}
 	r.Snapshotter = &snapshot.Job{Client: mgr.GetClient(), Logs: snapshot.PodLogs{Clientset: clientset}, Builders: r.Builders}
 	if o.memberAPI {
@@ -202,6 +210,35 @@ func run(o options) error {
 	ctrl.Log.Info("starting manager", "maxConcurrentReconciles", o.maxConcurrentReconciles, "leaderElect", o.leaderElect)
 	return mgr.Start(ctx)
 }
+
+// resolveBackupImage returns the image backup Jobs run: the flag's, or the
+// manager's own (the backup program ships in the operator's image), read
+// from the manager's pod. Outside a pod, without the flag, backups cannot
+// run; the operator says so on any cluster that asks for them.
+func resolveBackupImage(ctx context.Context, cs kubernetes.Interface, flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		ctrl.Log.Info("no --backup-image and not in a pod (POD_NAME, POD_NAMESPACE unset): scheduled backups are off")
+		return "", nil
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the manager's own pod %s/%s for the backup image (or pass --backup-image): %w", ns, name, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == managerContainer {
+			ctrl.Log.Info("backup image", "image", c.Image)
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("the manager's pod %s/%s has no container named %q to take the backup image from; pass --backup-image", ns, name, managerContainer)
+}
+
+// managerContainer is the manager's container in its Deployment.
+const managerContainer = "manager"
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {

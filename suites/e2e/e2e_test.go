@@ -98,3 +98,8 @@ func TestKuttl(t *testing.T) {
 	h.Run()
 	e2e.ExpectOperatorHealthy(t.Context(), t, env)
 }
+
+func TestBackup(t *testing.T) {
+	e2e.BackupSpec(t.Context(), t, input(t, "backup-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}

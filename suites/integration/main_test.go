@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +34,9 @@ var (
 	metricsURL string
 	reconciler *operator.Reconciler
 )
+
+// backupImage is what the suite's backup CronJobs name; envtest runs no Jobs.
+const backupImage = "gauntlet.dev/operator:integration"
 
 // simInterval is how often the simulated StatefulSet controller and kubelets
 // act; envtest runs neither.
@@ -79,6 +83,8 @@ func run(m *testing.M) int {
 		Snapshotter: snapshots,
 		Events:      mgr.GetEventRecorder(operator.FieldOwner),
 		Metrics:     operator.NewMetricsRecorder(ctrlmetrics.Registry),
+		APIReader:   mgr.GetAPIReader(),
+		Builders:    operator.BuilderOptions{BackupImage: backupImage},
 	}
 	if err := reconciler.SetupWithManager(mgr, operator.SetupOptions{MaxConcurrentReconciles: 4, Filter: notExperiment}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -100,6 +106,7 @@ func run(m *testing.M) int {
 	sim = &framework.StatefulSetSimulator{Client: env.Client}
 	gc := &framework.GarbageCollector{Client: env.Client, Kinds: []client.ObjectList{
 		&appsv1.StatefulSetList{}, &corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{},
+		&batchv1.CronJobList{},
 	}}
 	report := func(err error) { fmt.Fprintln(os.Stderr, "environment:", err) }
 	go framework.RunEvery(ctx, simInterval, sim.Step, report)

@@ -80,6 +80,7 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 		Snapshotter: w.Snapshots,
 		Events:      w.Events,
 		Metrics:     operator.NewMetricsRecorder(w.Registry),
+		Builders:    operator.BuilderOptions{BackupImage: BackupImage},
 	}
 	w.Driver = &framework.Driver{
 		Reconciler: w.Reconciler,
@@ -94,6 +95,9 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 	}
 	return w
 }
+
+// BackupImage is the image a world's backup CronJobs name; nothing runs it.
+const BackupImage = "gauntlet.dev/operator:test"
 
 // worldScheme builds the scheme and its REST mapper once: the mapper walks
 // every kind and costs more than the rest of a world.

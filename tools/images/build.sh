@@ -51,11 +51,17 @@ trap 'rm -rf "$ctx"' EXIT
 case $1 in
 operator)
 	manager=${MANAGER_BIN:-$BIN/manager}
-	[ -x "$manager" ] || { echo "error: $manager is missing: run make build" >&2; exit 1; }
-	static_or_die "$manager"
+	backup=${BACKUP_BIN:-$BIN/backup}
+	for b in "$manager" "$backup"; do
+		[ -x "$b" ] || { echo "error: $b is missing: run make manager" >&2; exit 1; }
+		static_or_die "$b"
+	done
 	cp "$manager" "$ctx/manager"
+	cp "$backup" "$ctx/backup"
+	# /backup is what the scheduled backup Jobs run, in this same image.
 	build "$REPO/operator:$2" "$ctx" 'FROM scratch
 COPY manager /manager
+COPY backup /backup
 USER 65532:65532
 ENTRYPOINT ["/manager"]'
 	;;

@@ -72,6 +72,10 @@ const (
 	// ReasonSnapshotFailed: the final snapshot before deletion failed; the
 	// finalizer stays and the snapshot is retried with backoff.
 	ReasonSnapshotFailed = "SnapshotFailed"
+	// ReasonBackupFailed: every member is healthy, but the last scheduled
+	// backup failed; the message says why (status.lastBackup has the
+	// details). The next scheduled run tries again.
+	ReasonBackupFailed = "BackupFailed"
 	// ReasonRestoreFailed: restoring a member from spec.restoreFrom failed;
 	// the restore is retried, and the message says what the Job reported.
 	ReasonRestoreFailed = "RestoreFailed"

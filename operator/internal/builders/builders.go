@@ -52,6 +52,9 @@ const (
 type Options struct {
 	// ClusterDomain is the DNS suffix of Services, "cluster.local" when empty.
 	ClusterDomain string
+	// BackupImage runs the scheduled backups: an image with /backup, the
+	// operator's own image.
+	BackupImage string
 }
 
 func (o Options) domain() string {

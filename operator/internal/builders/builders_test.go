@@ -3,9 +3,11 @@ package builders
 import (
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -217,7 +219,7 @@ func TestValidate(t *testing.T) {
 // childNames are the names of every object the operator creates for c,
 // with the limit each must fit: 63 for what becomes a DNS label or a label
 // value, 52 for the StatefulSet (its pods' controller-revision-hash label
-// is <name>-<10-character hash>).
+// is <name>-<10-character hash>) and for a CronJob.
 func childNames(c *dbv1.DatabaseCluster) map[string]int {
 	names := map[string]int{
 		HeadlessServiceName(c): 63, ClientServiceName(c): 63, PodDisruptionBudgetName(c): 253,
@@ -225,6 +227,7 @@ func childNames(c *dbv1.DatabaseCluster) map[string]int {
 		c.Name: 63, // the instance label's value
 	}
 	names[StatefulSetName(c)] = 52
+	names[BackupCronJobName(c)] = 52 // its Jobs are <name>-<minutes since the epoch>
 	for i := range 9 {
 		names[MemberName(c, i)] = 63
 		names[DataClaimName(MemberName(c, i))] = 253
@@ -250,4 +253,81 @@ func TestMaxNameLengthFitsEveryChild(t *testing.T) {
 	}
 	g.Expect(fits(dbv1.MaxNameLength)).To(BeTrue(), "a %d-character name must fit", dbv1.MaxNameLength)
 	g.Expect(fits(dbv1.MaxNameLength+1)).To(BeFalse(), "a %d-character name must not fit, or the limit is too strict", dbv1.MaxNameLength+1)
+}
+
+func backupCluster() *dbv1.DatabaseCluster {
+	c := cluster(3)
+	c.Spec.Backup = &dbv1.BackupSpec{
+		Schedule:    "*/5 * * * *",
+		Retention:   dbv1.BackupRetention{Count: ptr.To[int32](7), MaxAge: &metav1.Duration{Duration: 168 * time.Hour}},
+		Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}},
+	}
+	return c
+}
+
+func TestBackupCronJob(t *testing.T) {
+	g := NewWithT(t)
+	c := backupCluster()
+	cj := BackupCronJob(c, Options{BackupImage: "gauntlet.dev/operator:v1"})
+	g.Expect(*cj.Name).To(Equal("db-backup"))
+	g.Expect(*cj.Namespace).To(Equal("ns"))
+	g.Expect(cj.OwnerReferences).To(HaveLen(1))
+	g.Expect(*cj.OwnerReferences[0].Controller).To(BeTrue())
+	spec := cj.Spec
+	g.Expect(*spec.Schedule).To(Equal("*/5 * * * *"))
+	g.Expect(*spec.ConcurrencyPolicy).To(Equal(batchv1.ForbidConcurrent), "two backups never run at once")
+	g.Expect(*spec.StartingDeadlineSeconds).To(Equal(int64(300)))
+	g.Expect(*spec.SuccessfulJobsHistoryLimit).To(Equal(int32(3)))
+	g.Expect(*spec.FailedJobsHistoryLimit).To(Equal(int32(3)))
+	g.Expect(spec.TimeZone).To(BeNil())
+
+	job := spec.JobTemplate
+	g.Expect(job.Labels).To(Equal(map[string]string{
+		LabelName: "etcd", LabelInstance: "db", LabelManagedBy: ManagerName, LabelComponent: "backup",
+	}), "the operator finds the CronJob's Jobs by these labels")
+	g.Expect(*job.Spec.BackoffLimit).To(Equal(int32(0)), "a failed run is reported, and the next one tries again")
+	g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(600)))
+	tpl := job.Spec.Template
+	g.Expect(tpl.Labels).To(Equal(map[string]string{LabelInstance: "db", LabelComponent: "backup", LabelManagedBy: ManagerName}),
+		"managed-by puts the pod in the operator's cache; no member selector label")
+	pod := tpl.Spec
+	g.Expect(*pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+	g.Expect(*pod.EnableServiceLinks).To(BeFalse())
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(*pod.SecurityContext.FSGroup).To(Equal(EtcdUID), "the claim is writable by the backup user")
+	g.Expect(pod.Containers).To(HaveLen(1))
+	ctr := pod.Containers[0]
+	g.Expect(*ctr.Name).To(Equal("backup"))
+	g.Expect(*ctr.Image).To(Equal("gauntlet.dev/operator:v1"))
+	g.Expect(ctr.Command).To(Equal([]string{"/backup"}))
+	g.Expect(ctr.Args).To(Equal([]string{
+		"--cluster=db",
+		"--endpoints=http://db-client.ns.svc.cluster.local:2379",
+		"--dir=/snapshots",
+		"--claim=db-snapshots",
+		"--work-dir=/work",
+		"--retain-count=7",
+		"--retain-max-age=168h0m0s",
+	}))
+	g.Expect(*ctr.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile), "the report is the termination message")
+	g.Expect(*ctr.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
+	g.Expect(*ctr.Resources.Requests).To(HaveKey(corev1.ResourceCPU))
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		mounts[*m.Name] = *m.MountPath
+	}
+	g.Expect(mounts).To(Equal(map[string]string{"snapshots": "/snapshots", "work": "/work"}))
+	g.Expect(pod.Volumes).To(HaveLen(2))
+	g.Expect(*pod.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("db-snapshots"))
+	g.Expect(pod.Volumes[1].EmptyDir).NotTo(BeNil())
+
+	// Retention by count only, or by age only.
+	c.Spec.Backup.Retention = dbv1.BackupRetention{Count: ptr.To[int32](1)}
+	g.Expect(BackupCronJob(c, Options{}).Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--retain-count=1"))
+	c.Spec.Backup.Retention = dbv1.BackupRetention{MaxAge: &metav1.Duration{Duration: 90 * time.Minute}}
+	args := BackupCronJob(c, Options{}).Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
+	g.Expect(args).To(ContainElement("--retain-max-age=1h30m0s"))
+	g.Expect(args).NotTo(ContainElement(HavePrefix("--retain-count")))
 }

@@ -77,13 +77,7 @@ func podTemplate(c *dbv1.DatabaseCluster, o Options) *corev1ac.PodTemplateSpecAp
 		WithSpec(corev1ac.PodSpec().
 			WithEnableServiceLinks(false).
 			WithTerminationGracePeriodSeconds(30).
-			WithSecurityContext(corev1ac.PodSecurityContext().
-				WithRunAsNonRoot(true).
-				WithRunAsUser(EtcdUID).
-				WithRunAsGroup(EtcdUID).
-				WithFSGroup(EtcdUID).
-				WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
-				WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+			WithSecurityContext(restrictedPod()).
 			WithContainers(container(c, o)))
 }
 
@@ -119,12 +113,7 @@ func container(c *dbv1.DatabaseCluster, o Options) *corev1ac.ContainerApplyConfi
 		WithStartupProbe(probe("/livez", 1, 2, 180)).
 		WithLivenessProbe(probe("/livez", 10, 5, 6)).
 		WithReadinessProbe(probe("/readyz", 1, 2, 5)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithRunAsNonRoot(true).
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop(corev1.Capability("ALL"))).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(restrictedContainer())
 	if len(c.Spec.Resources.Limits) > 0 {
 		ctr.WithResources(corev1ac.ResourceRequirements().WithLimits(c.Spec.Resources.Limits))
 	}

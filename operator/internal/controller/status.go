@@ -35,6 +35,9 @@ type observation struct {
 	snapshotErr  error
 	restoreErr   error
 	blocked      error
+	// lastBackup is the outcome of the last scheduled backup, nil when
+	// backups are off.
+	lastBackup *dbv1.BackupStatus
 
 	// progressReason and progressMessage: the membership or rolling step
 	// the pass took or waits on.
@@ -61,10 +64,18 @@ func (s *scope) observation() observation {
 		snapshotErr:        s.snapshotErr,
 		restoreErr:         s.restoreErr,
 		blocked:            s.blocked,
+		lastBackup:         lastBackupOf(s.cluster),
 		progressReason:     s.progressReason,
 		progressMessage:    s.progressMessage,
 		previous:           s.originalStatus.Conditions,
 	}
+}
+
+func lastBackupOf(c *dbv1.DatabaseCluster) *dbv1.BackupStatus {
+	if c.Spec.Backup == nil {
+		return nil
+	}
+	return c.Status.LastBackup
 }
 
 // quorumView counts voting members and their health.
@@ -159,6 +170,9 @@ func degradedCondition(o observation, available metav1.Condition) metav1.Conditi
 	case o.memberAPIErr != nil:
 		return condition(o, dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonMemberAPIUnreachable,
 			"health inferred from pod readiness: "+o.memberAPIErr.Error())
+	case o.lastBackup != nil && !o.lastBackup.Succeeded:
+		return condition(o, dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonBackupFailed,
+			fmt.Sprintf("the last scheduled backup, %s, failed: %s", o.lastBackup.Job, o.lastBackup.Message))
 	default:
 		return condition(o, dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy,
 			fmt.Sprintf("all %s healthy", countMembers(len(o.members))))

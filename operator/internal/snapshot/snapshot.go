@@ -66,7 +66,7 @@ var ErrClaimTaken = errors.New("the snapshot claim exists and belongs to another
 // snapshot once the Job has succeeded; (nil, nil) while it runs. A failed
 // Job is reported and deleted, so that the next attempt starts afresh.
 func (j *Job) FinalSnapshot(ctx context.Context, c *dbv1.DatabaseCluster) (*dbv1.SnapshotStatus, error) {
-	if err := j.ensureClaim(ctx, c); err != nil {
+	if err := EnsureClaim(ctx, j.Client, c); err != nil {
 		return nil, err
 	}
 	job := &batchv1.Job{}
@@ -114,12 +114,14 @@ func (j *Job) FinalSnapshot(ctx context.Context, c *dbv1.DatabaseCluster) (*dbv1
 	}, nil
 }
 
-func (j *Job) ensureClaim(ctx context.Context, c *dbv1.DatabaseCluster) error {
+// EnsureClaim creates the claim that keeps c's snapshots and backups, unless
+// it exists; one that holds another cluster's snapshots is ErrClaimTaken.
+func EnsureClaim(ctx context.Context, cl client.Client, c *dbv1.DatabaseCluster) error {
 	want := builders.SnapshotClaim(c)
 	existing := &corev1.PersistentVolumeClaim{}
-	switch err := j.Client.Get(ctx, client.ObjectKeyFromObject(want), existing); {
+	switch err := cl.Get(ctx, client.ObjectKeyFromObject(want), existing); {
 	case apierrors.IsNotFound(err):
-		if err := j.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating the snapshot claim: %w", err)
 		}
 		return nil

@@ -98,12 +98,17 @@ func TestSpecRefusesWhatThisVersionDoesNotRun(t *testing.T) {
 	c := &dbv1.DatabaseCluster{Spec: dbv1.DatabaseClusterSpec{
 		Replicas: ptr.To[int32](3), Image: "etcd",
 		Backup: &dbv1.BackupSpec{Schedule: "bad", Retention: dbv1.BackupRetention{Count: ptr.To[int32](1)},
-			Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}},
+			Destination: dbv1.BackupDestination{S3: &dbv1.S3Bucket{Bucket: "b"}}},
 		RestoreFrom: &dbv1.RestoreSource{S3: &dbv1.S3SnapshotSource{Key: "k"}},
 	}}
 	var got []string
 	for _, err := range Spec(c) {
 		got = append(got, err.Field)
 	}
-	g.Expect(got).To(Equal([]string{"spec.backup.schedule", "spec.backup", "spec.restoreFrom.s3"}))
+	g.Expect(got).To(Equal([]string{"spec.backup.schedule", "spec.backup.destination.s3", "spec.restoreFrom.s3"}))
+
+	c.Spec.Backup.Schedule = "@daily"
+	c.Spec.Backup.Destination = dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}
+	c.Spec.RestoreFrom = nil
+	g.Expect(Spec(c)).To(BeEmpty(), "backups to the cluster's volume are carried out")
 }

@@ -1,0 +1,119 @@
+// Command backup takes one scheduled backup of a DatabaseCluster: the
+// operator's backup CronJob runs it in the operator's image. It saves a
+// snapshot from the cluster's client Service, verifies it as etcdutl does,
+// stores it in the destination, applies the retention policy, and writes a
+// JSON report to the termination message, where the operator reads it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
+)
+
+type options struct {
+	cluster, endpoints, dir, claim, workDir, terminationLog string
+	policy                                                  backup.Policy
+	dialTimeout, timeout                                    time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	fs.StringVar(&o.cluster, "cluster", "", "Name of the DatabaseCluster; backups are named <cluster>-backup-<time>.db.")
+	fs.StringVar(&o.endpoints, "endpoints", "", "Comma-separated etcd client URLs to take the snapshot from, tried in turn.")
+	fs.StringVar(&o.dir, "dir", "", "Directory the backups are kept in (the cluster's snapshot claim, mounted).")
+	fs.StringVar(&o.claim, "claim", "", "Name of the claim mounted at --dir, for the backup's location.")
+	fs.StringVar(&o.workDir, "work-dir", os.TempDir(), "Writable directory where the snapshot is saved and verified before it is stored.")
+	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "Where the JSON report is written for the operator; empty writes it to stdout only.")
+	fs.IntVar(&o.policy.Count, "retain-count", 0, "Keep the newest N backups (0: no limit by count).")
+	fs.DurationVar(&o.policy.MaxAge, "retain-max-age", 0, "Delete backups older than this (0: no limit by age).")
+	fs.DurationVar(&o.dialTimeout, "dial-timeout", 10*time.Second, "How long to wait for a member to answer.")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "How long the whole backup may take.")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case o.cluster == "":
+		return o, fmt.Errorf("--cluster is required")
+	case o.endpoints == "":
+		return o, fmt.Errorf("--endpoints is required")
+	case o.dir == "" || o.claim == "":
+		return o, fmt.Errorf("--dir and --claim are required")
+	case o.policy.Count < 0 || o.policy.MaxAge < 0:
+		return o, fmt.Errorf("--retain-count and --retain-max-age must not be negative")
+	case o.policy.Count == 0 && o.policy.MaxAge == 0:
+		return o, fmt.Errorf("a retention is required: --retain-count, --retain-max-age or both")
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	cancel()
+	os.Exit(code)
+}
+
+// run takes one backup and returns the exit code: 0 when a verified backup
+// was stored, 1 when not, 2 for bad flags.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, o.timeout)
+	defer cancelTimeout()
+	lg := zap.NewNop()
+	r := backup.Run(ctx, backup.Options{
+		Cluster: o.cluster,
+		Store:   backup.Dir{Path: o.dir, Claim: o.claim},
+		Policy:  o.policy,
+		WorkDir: o.workDir,
+		Save:    etcdsnapshot.Saver(strings.Split(o.endpoints, ","), o.dialTimeout, lg),
+		Verify:  etcdsnapshot.Verify(lg),
+	})
+	out := encodeReport(r)
+	_, _ = fmt.Fprintln(stdout, string(out))
+	if o.terminationLog != "" {
+		if err := os.WriteFile(o.terminationLog, out, 0o600); err != nil {
+			_, _ = fmt.Fprintf(stderr, "writing the report to %s: %v\n", o.terminationLog, err)
+		}
+	}
+	if !r.Succeeded {
+		_, _ = fmt.Fprintln(stderr, "backup failed:", r.Message)
+		return 1
+	}
+	return 0
+}
+
+// maxReport is what fits in a termination message (4096 bytes), with room.
+const maxReport = 4000
+
+// encodeReport returns the report as JSON short enough for a termination
+// message: a long list of deleted backups is cut to its last names.
+func encodeReport(r backup.Report) []byte {
+	for {
+		out, _ := json.Marshal(r) // a Report always encodes
+		if len(out) <= maxReport || len(r.Deleted) == 0 {
+			return out
+		}
+		r.Deleted = r.Deleted[len(r.Deleted)/2:]
+		if r.Message == "" {
+			r.Message = "retention deleted more backups than the report lists"
+		}
+	}
+}

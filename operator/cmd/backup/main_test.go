@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdlocal"
+)
+
+// TestBackupJobAgainstRealEtcd runs the backup program with exactly the
+// arguments the CronJob's container gets (the client Service's URL and the
+// mount points are the only substitutions) against a real etcd on loopback,
+// twice a second apart with a retention of one: the first backup is stored
+// and verified, the second replaces it, the final snapshot beside them
+// stays, and the stored file verifies again with etcdutl's code.
+func TestBackupJobAgainstRealEtcd(t *testing.T) {
+	g := NewWithT(t)
+	local := etcdlocal.Start(t, etcdlocal.Binary(t), 1)
+	raw, err := clientv3.New(clientv3.Config{Endpoints: local.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = raw.Close() }()
+	for i := range 5 {
+		_, err := raw.Put(t.Context(), fmt.Sprintf("k%d", i), "v")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	c := &dbv1.DatabaseCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
+		Spec: dbv1.DatabaseClusterSpec{
+			Replicas: ptr.To[int32](1), Image: "etcd", Storage: dbv1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Backup: &dbv1.BackupSpec{Schedule: "@daily", Retention: dbv1.BackupRetention{Count: ptr.To[int32](1)},
+				Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}},
+		},
+	}
+	dir, work := t.TempDir(), t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "db-20261101T000000Z.db"), []byte("final"), 0o600)).To(Succeed())
+	termination := filepath.Join(t.TempDir(), "termination-log")
+	ctr := builders.BackupCronJob(c, builders.Options{BackupImage: "x"}).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	g.Expect(ctr.Command).To(Equal([]string{builders.BackupCommand}))
+	var args []string
+	for _, a := range ctr.Args {
+		a = strings.ReplaceAll(a, "http://db-client.ns.svc.cluster.local:2379", local.ClientURL(0))
+		a = strings.ReplaceAll(a, builders.SnapshotMountPath, dir)
+		args = append(args, strings.ReplaceAll(a, builders.BackupWorkPath, work))
+	}
+	args = append(args, "--termination-log="+termination)
+
+	backupOnce := func() backup.Report {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), args, &stdout, &stderr)
+		g.Expect(code).To(Equal(0), "backup %v:\n%s%s", args, stdout.String(), stderr.String())
+		var r backup.Report
+		msg, err := os.ReadFile(termination)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(json.Unmarshal(msg, &r)).To(Succeed())
+		g.Expect(strings.TrimSpace(stdout.String())).To(Equal(string(msg)))
+		return r
+	}
+	first := backupOnce()
+	g.Expect(first.Succeeded).To(BeTrue())
+	g.Expect(first.TotalKeys).To(BeNumerically(">=", 5))
+	g.Expect(first.Revision).To(BeNumerically(">=", 6))
+	g.Expect(first.Location).To(Equal("pvc/db-snapshots/" + first.Name))
+	t.Logf("first backup %s: revision %d, %d keys, %d bytes, hash %d", first.Name, first.Revision, first.TotalKeys, first.SizeBytes, first.Hash)
+
+	time.Sleep(1100 * time.Millisecond) // backups are named to the second
+	_, err = raw.Put(t.Context(), "k5", "v")
+	g.Expect(err).NotTo(HaveOccurred())
+	second := backupOnce()
+	g.Expect(second.Revision).To(BeNumerically(">", first.Revision))
+	g.Expect(second.Deleted).To(Equal([]string{first.Name}), "a retention of one keeps only the newest")
+
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	g.Expect(names).To(ConsistOf(second.Name, "db-20261101T000000Z.db"))
+	st, err := etcdsnapshot.Verify(zap.NewNop())(filepath.Join(dir, second.Name))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(second.Revision))
+	g.Expect(st.Hash).To(Equal(second.Hash))
+
+	// No member answers: exit 1, a report that says why, nothing stored.
+	bad := append([]string{}, args...)
+	for i, a := range bad {
+		if strings.HasPrefix(a, "--endpoints=") {
+			bad[i] = "--endpoints=http://127.0.0.1:1"
+		}
+	}
+	bad = append(bad, "--dial-timeout=500ms")
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(t.Context(), bad, &stdout, &stderr)).To(Equal(1))
+	var r backup.Report
+	g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
+	g.Expect(r.Succeeded).To(BeFalse())
+	g.Expect(r.Message).To(HavePrefix("saving the snapshot: no endpoint gave a snapshot"))
+	entries, _ = os.ReadDir(dir)
+	g.Expect(entries).To(HaveLen(2))
+}
+
+func TestFlags(t *testing.T) {
+	g := NewWithT(t)
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(t.Context(), []string{"--cluster=db", "--endpoints=http://x", "--dir=/d", "--claim=c"}, &stdout, &stderr)).To(Equal(2))
+	g.Expect(stderr.String()).To(ContainSubstring("a retention is required"))
+	stderr.Reset()
+	g.Expect(run(t.Context(), []string{"--endpoints=http://x"}, &stdout, &stderr)).To(Equal(2))
+	g.Expect(stderr.String()).To(ContainSubstring("--cluster is required"))
+}
+
+func TestEncodeReportFitsATerminationMessage(t *testing.T) {
+	g := NewWithT(t)
+	r := backup.Report{Succeeded: true, Name: "db-backup-20261124T030000Z.db"}
+	for i := range 500 {
+		r.Deleted = append(r.Deleted, fmt.Sprintf("db-backup-2026%04dT000000Z.db", i))
+	}
+	out := encodeReport(r)
+	g.Expect(len(out)).To(BeNumerically("<=", maxReport))
+	var back backup.Report
+	g.Expect(json.Unmarshal(out, &back)).To(Succeed())
+	g.Expect(back.Deleted).NotTo(BeEmpty())
+	g.Expect(back.Deleted[len(back.Deleted)-1]).To(Equal(r.Deleted[len(r.Deleted)-1]))
+	g.Expect(back.Message).To(ContainSubstring("more backups than the report lists"))
+}
