@@ -215,6 +215,16 @@ test-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E tier: a kind cluster, the
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e.xml -- -count=1 -timeout 40m -tags e2e ./suites/e2e
 
+# The release the operator upgrade test starts from: the last commit whose
+# operator had no v1beta1.
+OPERATOR_RELEASE ?= e37263c
+
+.PHONY: test-e2e-operator-upgrade
+test-e2e-operator-upgrade: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Upgrade the operator itself on kind: a release without v1beta1 (OPERATOR_RELEASE) runs a cluster, this build is deployed over it; nothing restarts, storage is migrated.
+	@mkdir -p $(ARTIFACTS)
+	tools/images/operator-release.sh $(OPERATOR_RELEASE) > $(BIN)/images-release.env
+	$(E2E_ENV) env $$(cat $(BIN)/images-release.env) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-e2e-operator-upgrade.xml -- -count=1 -timeout 30m -tags e2e ./suites/e2e/operatorupgrade
+
 .PHONY: test-e2e-smoke
 test-e2e-smoke: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E smoke: engine, images, cluster, operator, one 3-member cluster Available with data, delete with snapshot.
 	@mkdir -p $(ARTIFACTS)

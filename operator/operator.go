@@ -5,6 +5,7 @@
 package operator
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdfake"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/storageversion"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
@@ -129,8 +131,31 @@ var (
 // a JSON BackupReport.
 const BackupContainer = builders.BackupContainer
 
-// BackupReport is what a backup Job reports.
-type BackupReport = backup.Report
+// Scheduled backups, for harnesses that play the backup Job: RunBackup is
+// what /backup runs, with the retention policy and a Store of the caller's.
+type (
+	// BackupReport is what a backup Job reports.
+	BackupReport = backup.Report
+	// BackupOptions are one backup run's inputs.
+	BackupOptions = backup.Options
+	// BackupPolicy is a retention policy.
+	BackupPolicy = backup.Policy
+	// BackupStore is where backups are kept.
+	BackupStore = backup.Store
+	// BackupFileStatus is what verifying a snapshot file finds.
+	BackupFileStatus = backup.Status
+)
+
+// RunBackup takes, verifies and stores one backup, then applies retention.
+var RunBackup = backup.Run
+
+// ParseBackupName tells when a backup was taken, if the name is the
+// cluster's backup.
+var ParseBackupName = backup.ParseName
+
+// StorageVersionMigrator rewrites a CRD's stored objects in its storage
+// version and trims status.storedVersions; the manager runs one at start.
+type StorageVersionMigrator = storageversion.Migrator
 
 // Keys and values of the members ConfigMap, and names in the pod template.
 const (
@@ -142,7 +167,8 @@ const (
 	ClusterStateExisting   = builders.ClusterStateExisting
 )
 
-// NewScheme returns a scheme with the built-in kinds and DatabaseCluster.
+// NewScheme returns a scheme with the built-in kinds, both DatabaseCluster
+// versions and CustomResourceDefinition.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -152,6 +178,10 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := dbv1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	// The migrator and the certificate manager read and write the CRD.
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -35,6 +35,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/metrics"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/snapshot"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/storageversion"
 	dbwebhook "github.com/gauntlet-dev/gauntlet/operator/internal/webhook"
 )
 
@@ -294,5 +295,13 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, sche
 	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	return dbwebhook.SetupWithManager(mgr)
+	if err := dbwebhook.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if o.crdName == "" {
+		return nil
+	}
+	// With the conversion webhook serving, objects stored in an older
+	// version are rewritten in the storage version, once, by the leader.
+	return mgr.Add(&storageversion.Migrator{Client: direct, CRD: o.crdName})
 }

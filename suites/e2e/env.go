@@ -28,7 +28,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
 	"github.com/gauntlet-dev/gauntlet/operator"
-	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
@@ -180,17 +180,24 @@ func (e *Env) deployOperator(ctx context.Context) error {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}, dep); err != nil {
 			return false, err.Error(), nil
 		}
-		return dep.Status.AvailableReplicas > 0, fmt.Sprintf("status %+v", dep.Status), nil
+		// Rolled out: every replica runs this template (after an upgrade,
+		// the old pod is gone) and is available.
+		want := ptr.Deref(dep.Spec.Replicas, 1)
+		st := dep.Status
+		done := st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want
+		return done, fmt.Sprintf("status %+v", st), nil
 	})
 	if err != nil {
 		return err
 	}
 	// Available is not enough: the webhook's Service must route to it. A
-	// server-side dry run of a valid cluster goes through the webhook.
-	probe := &dbv1.DatabaseCluster{
+	// server-side dry run of a valid cluster goes through the webhook. It
+	// is a v1alpha1 object, which every release of the operator serves
+	// (and which, from v1beta1 on, goes through the conversion webhook too).
+	probe := &dbv1alpha1.DatabaseCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: "default"},
-		Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To[int32](3), Image: e.EtcdImage,
-			Storage: dbv1.StorageSpec{Size: resource.MustParse("1Gi")}},
+		Spec: dbv1alpha1.DatabaseClusterSpec{Replicas: ptr.To[int32](3), Image: e.EtcdImage,
+			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}},
 	}
 	err = framework.PollFor(ctx, "the operator's webhook to answer", 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 		if err := e.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil {
@@ -203,6 +210,23 @@ func (e *Env) deployOperator(ctx context.Context) error {
 	}
 	e.progress("operator available and its webhook answering after %s", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// Upgrade deploys another build of the operator over the running one, as a
+// user upgrading a release would: it loads image into the cluster and
+// applies manifests (a kustomization; operator/config/default when empty)
+// with it, then waits as Setup does.
+func (e *Env) Upgrade(ctx context.Context, image, manifests string) error {
+	if manifests == "" {
+		manifests = framework.CRDPath("operator/config/default")
+	}
+	if !e.Cluster.Existing {
+		if err := e.Cluster.LoadImages(ctx, image); err != nil {
+			return err
+		}
+	}
+	e.OperatorImage, e.Manifests = image, manifests
+	return e.deployOperator(ctx)
 }
 
 // OperatorPod returns the running manager pod.

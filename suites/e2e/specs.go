@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,14 +14,17 @@ import (
 	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator"
+	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
@@ -468,8 +472,8 @@ func BackupSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	last := c.Status.LastBackup.Snapshot
 	g.Expect(last.TotalKeys).To(BeNumerically(">=", 40))
 
-	// Retention: the claim holds the two newest backups only, which a pod
-	// listing the claim shows; the report of the last run says so too.
+	// Retention (count 2): after three runs the claim holds two backups.
+	g.Expect(c.Status.LastBackup.Retained).To(Equal(int32(2)), "backups left after the last run's retention")
 	jobs := &batchv1.JobList{}
 	g.Expect(in.Env.Client.List(ctx, jobs, client.InNamespace(in.Namespace), client.MatchingLabels(operator.BackupJobLabels(c)))).To(Succeed())
 	g.Expect(len(jobs.Items)).To(BeNumerically("<=", 3+3), "the CronJob keeps at most three Jobs of each outcome")
@@ -489,4 +493,83 @@ func BackupSpec(ctx context.Context, t *testing.T, in SpecInput) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err), nil
 	})
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// OperatorUpgradeSpec: the environment runs a release of the operator that
+// has no v1beta1 (Setup deployed it); a v1alpha1 cluster is created and
+// written to; then the operator under test (image, manifests) is deployed
+// over it. The old object is served as v1beta1, the CRD's stored objects
+// are migrated (storedVersions is [v1beta1] only), no member pod restarted
+// or was replaced, and every key is still there.
+func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image, manifests string) {
+	g := NewWithT(t)
+	old := &dbv1alpha1.DatabaseCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: "db"},
+		Spec: dbv1alpha1.DatabaseClusterSpec{Replicas: ptr.To[int32](3), Image: in.Env.EtcdImage,
+			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}, DeletionPolicy: dbv1alpha1.DeletionPolicyDelete},
+	}
+	g.Expect(in.Env.Client.Create(ctx, old)).To(Succeed())
+	err := framework.PollFor(ctx, "the v1alpha1 cluster to be Available with 3 healthy members", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
+			return false, err.Error(), nil
+		}
+		healthy := 0
+		for _, m := range old.Status.Members {
+			if m.Healthy && m.ID != "" && !m.Learner {
+				healthy++
+			}
+		}
+		ok := meta.IsStatusConditionTrue(old.Status.Conditions, "Available") && meta.IsStatusConditionFalse(old.Status.Conditions, "Progressing") && healthy == 3
+		return ok, framework.DescribeConditions(old.Status.Conditions), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: old.Name}, Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To[int32](3)}}
+	WriteKeys(ctx, t, in, c, "upgrade", 50)
+
+	pods := func() map[string]string {
+		list := &corev1.PodList{}
+		g.Expect(in.Env.Client.List(ctx, list, client.InNamespace(in.Namespace), client.MatchingLabels(operator.SelectorLabels(c)))).To(Succeed())
+		out := map[string]string{}
+		for _, p := range list.Items {
+			restarts := int32(0)
+			for _, s := range p.Status.ContainerStatuses {
+				restarts += s.RestartCount
+			}
+			out[p.Name] = fmt.Sprintf("uid %s, %d restarts", p.UID, restarts)
+		}
+		return out
+	}
+	before := pods()
+	g.Expect(before).To(HaveLen(3))
+
+	start := time.Now()
+	g.Expect(in.Env.Upgrade(ctx, image, manifests)).To(Succeed())
+	t.Logf("operator upgraded to %s in %s", image, time.Since(start).Round(time.Second))
+
+	// The migrator runs once the new manager leads: then every object is
+	// stored as v1beta1.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err = framework.PollFor(ctx, "the CRD's stored objects to be migrated to v1beta1", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKey{Name: "databaseclusters.database.gauntlet.dev"}, crd); err != nil {
+			return false, err.Error(), nil
+		}
+		return slices.Equal(crd.Status.StoredVersions, []string{"v1beta1"}), fmt.Sprintf("storedVersions %v", crd.Status.StoredVersions), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("storedVersions [v1beta1] %s after the upgrade began", time.Since(start).Round(time.Second))
+
+	WaitHealthy(ctx, t, in, c, 3)
+	g.Expect(c.APIVersion).To(Or(BeEmpty(), Equal(dbv1.GroupVersion.String())))
+	// Give the new operator time to act on the cluster (a changed pod
+	// template would roll members): nothing may restart meanwhile.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		g.Expect(pods()).To(Equal(before), "no member pod may restart or be replaced by the operator upgrade")
+		time.Sleep(2 * time.Second)
+	}
+	WaitHealthy(ctx, t, in, c, 3)
+	ExpectKeys(ctx, t, in, c, "upgrade", 50)
+	old = &dbv1alpha1.DatabaseCluster{}
+	g.Expect(in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed(), "v1alpha1 is still served")
+	g.Expect(old.Spec.Replicas).To(Equal(ptr.To[int32](3)))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,9 @@ type SimOptions struct {
 	// WithoutMemberAPI runs the operator without etcd's member API, so it
 	// never polls health on a timer and relies on events alone.
 	WithoutMemberAPI bool
+	// WithoutBackups leaves spec.backup unset, and with it the backup runs,
+	// their perturbation and their invariants.
+	WithoutBackups bool
 }
 
 // Images the image-change perturbation chooses from.
@@ -47,7 +51,7 @@ func SimTarget(o SimOptions) sim.Target {
 	// walks the whole scheme on every write, so a small one is much faster.
 	scheme := runtime.NewScheme()
 	if err := errors.Join(corev1.AddToScheme(scheme), appsv1.AddToScheme(scheme),
-		policyv1.AddToScheme(scheme), dbv1.AddToScheme(scheme)); err != nil {
+		policyv1.AddToScheme(scheme), batchv1.AddToScheme(scheme), dbv1.AddToScheme(scheme)); err != nil {
 		panic(err) // static registrations; cannot fail
 	}
 	stsPredicate := o.StatefulSetPredicate
@@ -64,6 +68,8 @@ func SimTarget(o SimOptions) sim.Target {
 			{Kind: &corev1.Service{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &corev1.ConfigMap{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &policyv1.PodDisruptionBudget{}, Predicate: predicate.GenerationChangedPredicate{}, Map: sim.OwnedBy("DatabaseCluster")},
+			{Kind: &batchv1.CronJob{}, Map: sim.OwnedBy("DatabaseCluster")},
+			{Kind: &batchv1.Job{}, Map: backupJobCluster},
 		},
 		Setup: func(ctx context.Context, w *sim.World) (*sim.Hooks, error) { return setupSim(ctx, w, o) },
 	}
@@ -79,6 +85,7 @@ type simWorld struct {
 	sts       *framework.StatefulSetSimulator
 	gc        *framework.GarbageCollector
 	clock     *clocktesting.FakeClock
+	backups   *simBackups
 	// intent is the spec the user last wrote: it must never be lost.
 	intent      dbv1.DatabaseClusterSpec
 	deleted     bool
@@ -91,6 +98,15 @@ const simNamespace = "sim"
 
 func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, error) {
 	c := NewCluster(simNamespace, "db").Build()
+	if !o.WithoutBackups {
+		// Backups on a schedule, keeping two and none older than a minute
+		// (the newest excepted): the world runs them.
+		c.Spec.Backup = &dbv1.BackupSpec{
+			Schedule:    "* * * * *",
+			Retention:   dbv1.BackupRetention{Count: new(int32(2)), MaxAge: &metav1.Duration{Duration: time.Minute}},
+			Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}},
+		}
+	}
 	if err := w.Client.Create(ctx, c); err != nil {
 		return nil, err
 	}
@@ -98,17 +114,19 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		w: w, key: client.ObjectKeyFromObject(c), etcd: operator.NewFakeEtcd(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), intent: *c.Spec.DeepCopy(),
 	}
+	sw.backups = newSimBackups(w, sw.key, sw.clock.Now)
 	sw.snapshots = &FakeSnapshotter{now: sw.clock.Now}
 	sw.snapshots.InProgressFor(1)
 	sw.processes = &EtcdWorld{Client: w.Client, Etcd: sw.etcd, Namespace: simNamespace}
 	sw.sts = &framework.StatefulSetSimulator{Client: w.Client, Namespace: simNamespace, Probe: sw.processes.Probe}
 	sw.gc = &framework.GarbageCollector{Client: w.Client, Kinds: []client.ObjectList{
 		&appsv1.StatefulSetList{}, &corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{},
-		&corev1.ConfigMapList{},
+		&corev1.ConfigMapList{}, &batchv1.CronJobList{},
 	}}
-	return &sim.Hooks{
+	hooks := &sim.Hooks{
 		NewReconciler: func(cl client.Client) reconcile.Reconciler {
-			r := &operator.Reconciler{Client: cl, Dialer: sw.etcd.Dialer(), Snapshotter: sw.snapshots, Clock: sw.clock}
+			r := &operator.Reconciler{Client: cl, Dialer: sw.etcd.Dialer(), Snapshotter: sw.snapshots, Clock: sw.clock,
+				Builders: operator.BuilderOptions{BackupImage: BackupImage}}
 			if o.WithoutMemberAPI {
 				r.Dialer = nil
 			}
@@ -117,7 +135,7 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		Roots: func(ctx context.Context) ([]reconcile.Request, error) {
 			return []reconcile.Request{{NamespacedName: sw.key}}, nil
 		},
-		World:         []framework.EnvStep{sw.tick, sw.sts.Step, sw.processes.Step, sw.collectGarbage},
+		World:         []framework.EnvStep{sw.tick, sw.sts.Step, sw.processes.Step, sw.backups.Step, sw.collectGarbage},
 		Perturbations: sw.perturbations(!o.WithoutMemberAPI),
 		Heal:          sw.heal,
 		Invariants:    sw.invariants(),
@@ -125,14 +143,37 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		Kinds: []client.ObjectList{
 			&dbv1.DatabaseClusterList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
 			&policyv1.PodDisruptionBudgetList{}, &corev1.PodList{}, &corev1.ConfigMapList{},
+			&batchv1.CronJobList{}, &batchv1.JobList{},
 		},
 		// etcd assigns member IDs (their order depends on who joined first)
 		// and raft elects the leader: both differ between equivalent runs.
 		// With OnDelete the StatefulSet controller never completes a
 		// rollout, so currentRevision (and currentReplicas) record which
 		// revision the first pods ran: history, not state.
-		VolatileFields: []string{"id", "leader", "currentRevision", "currentReplicas"},
-	}, nil
+		// lastBackup records the last scheduled run, which depends on
+		// timing too (the backup invariants judge it).
+		VolatileFields: []string{"id", "leader", "currentRevision", "currentReplicas", "lastBackup"},
+		// Backup Jobs and their pods are history: how many ran depends on
+		// how long the run took.
+		History: func(obj client.Object) bool {
+			return len(backupJobCluster(obj)) > 0 || obj.GetLabels()[batchv1.JobNameLabel] != ""
+		},
+	}
+	if !o.WithoutBackups {
+		hooks.Perturbations = append(hooks.Perturbations, sw.backups.perturbation())
+		hooks.Invariants = append(hooks.Invariants, sw.backups.invariants()...)
+	}
+	return hooks, nil
+}
+
+// backupJobCluster maps a backup Job to its cluster by label, as the
+// operator's watch does.
+func backupJobCluster(o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l["app.kubernetes.io/component"] != "backup" || l["app.kubernetes.io/instance"] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: l["app.kubernetes.io/instance"]}}}
 }
 
 // collectGarbage runs the garbage collector once the cluster was deleted:
@@ -158,9 +199,11 @@ func (sw *simWorld) cluster(ctx context.Context) (*dbv1.DatabaseCluster, error) 
 	return c, nil
 }
 
+// pods are the member pods (not the backup Jobs' pods).
 func (sw *simWorld) pods(ctx context.Context) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := sw.w.Client.List(ctx, list, client.InNamespace(simNamespace)); err != nil {
+	members := operator.SelectorLabels(&dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: sw.key.Name}})
+	if err := sw.w.Client.List(ctx, list, client.InNamespace(simNamespace), client.MatchingLabels(members)); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -287,6 +330,7 @@ func (sw *simWorld) heal(context.Context) error {
 		sw.sts.SetReady(true, simNamespace, fmt.Sprintf("db-%d", i))
 	}
 	sw.processes.HealAll()
+	sw.backups.heal()
 	return nil
 }
 

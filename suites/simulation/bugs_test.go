@@ -28,13 +28,15 @@ func TestSimulationFindsEveryBug(t *testing.T) {
 		target sim.Target
 	}
 	var variants []variant
+	// No variant's bug is in backups: without them the search is not
+	// diluted by backup failures (TestSimulation explores them).
 	for _, b := range operator.AllBugs {
-		variants = append(variants, variant{string(b), b, reference.SimTarget(reference.SimOptions{})})
+		variants = append(variants, variant{string(b), b, reference.SimTarget(reference.SimOptions{WithoutBackups: true})})
 	}
 	// The scaffolds' predicate on owned StatefulSets (unobserved state), on
 	// an operator that relies on events alone (no member-health polling,
 	// whose timer would repair the stale status within a minute).
-	naive := reference.SimTarget(reference.SimOptions{StatefulSetPredicate: predicate.GenerationChangedPredicate{}, WithoutMemberAPI: true})
+	naive := reference.SimTarget(reference.SimOptions{StatefulSetPredicate: predicate.GenerationChangedPredicate{}, WithoutMemberAPI: true, WithoutBackups: true})
 	naive.Name = "databasecluster-generation-predicate"
 	variants = append(variants, variant{"generation-changed-predicate", "", naive})
 

@@ -91,6 +91,7 @@ func TestScheduledBackups(t *testing.T) {
 	g.Expect(c.Status.LastBackup.Job).To(Equal("db-backup-29000000"))
 	g.Expect(c.Status.LastBackup.Succeeded).To(BeTrue())
 	g.Expect(c.Status.LastBackup.FinishedAt.Time).To(BeTemporally("==", t1))
+	g.Expect(c.Status.LastBackup.Retained).To(Equal(int32(1)))
 	want := &dbv1.SnapshotStatus{Location: good.Location, TakenAt: metav1.NewTime(good.TakenAt), Revision: 42, Hash: 7, TotalKeys: 3, SizeBytes: 24576}
 	g.Expect(apiequality.Semantic.DeepEqual(c.Status.LastBackup.Snapshot, want)).To(BeTrue(), "got %+v, want %+v", c.Status.LastBackup.Snapshot, want)
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionFalse, dbv1.ReasonAllMembersHealthy))

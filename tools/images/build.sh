@@ -3,8 +3,8 @@
 # base image is pulled (both are FROM scratch). Each image is tagged by
 # version and skipped when already present.
 #
-#   tools/images/build.sh operator <tag>          bin/manager         -> gauntlet.dev/operator:<tag>
-#                                                 ($MANAGER_BIN instead of bin/manager when set)
+#   tools/images/build.sh operator <tag>          bin/manager, bin/backup -> gauntlet.dev/operator:<tag>
+#                                                 ($MANAGER_BIN, $BACKUP_BIN instead when set)
 #   tools/images/build.sh etcd <etcd-version>     bin/etcd/<version>/ -> gauntlet.dev/etcd:<etcd-version>
 #
 # Both run as the non-root user 65532 and hold static binaries only.

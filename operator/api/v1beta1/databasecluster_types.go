@@ -279,6 +279,10 @@ type BackupStatus struct {
 	// Snapshot is the verified snapshot; it is set only when Succeeded.
 	// +optional
 	Snapshot *SnapshotStatus `json:"snapshot,omitempty"`
+	// Retained is how many backups the destination held after this run's
+	// retention.
+	// +optional
+	Retained int32 `json:"retained,omitempty"`
 	// Message says why a backup failed.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -136,6 +136,7 @@ func (r *Reconciler) backupOutcome(ctx context.Context, job *batchv1.Job, at tim
 	default:
 		out.Succeeded = true
 		out.Message = report.Message // a retention problem, if any
+		out.Retained = int32(report.Kept)
 		out.Snapshot = &dbv1.SnapshotStatus{
 			Location:  report.Location,
 			TakenAt:   metav1.NewTime(report.TakenAt),

@@ -594,6 +594,9 @@ func (r *runner) endState(ctx context.Context) (map[string]map[string]any, error
 	}
 	out := make(map[string]map[string]any, len(objs))
 	for _, obj := range objs {
+		if r.hooks.History != nil && r.hooks.History(obj) {
+			continue
+		}
 		kind := fmt.Sprintf("%T", obj)
 		if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
 			kind = gvk.Kind

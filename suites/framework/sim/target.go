@@ -56,6 +56,11 @@ type Hooks struct {
 	// out of the differential comparison. Resource versions, UIDs and
 	// timestamps are always left out.
 	VolatileFields []string
+	// History, when set, picks the objects that record what happened
+	// rather than the state reached, such as finished Jobs and their pods:
+	// how many there are depends on timing, so the differential oracle
+	// leaves them out (invariants still see them).
+	History func(obj client.Object) bool
 }
 
 // Perturbation is a user or environment event: a scale or image change, a
