@@ -14,6 +14,8 @@ KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.6.16
 # The older etcd image that upgrade tests start from.
 ETCD_UPGRADE_FROM      ?= v3.6.15
+# The S3-compatible server the backup tests store into (built from its module).
+VERSITYGW_VERSION      ?= v1.8.0
 # The kind node image built offline (tools/images/node) and the kind config.
 KIND_NODE_VERSION      ?= v1.35.4
 NODE_IMAGE             ?= gauntlet.dev/kind-node:$(KIND_NODE_VERSION)
@@ -139,7 +141,7 @@ test-report: $(GOTESTSUM) ## The HTML chaos report of a recorded run, and the br
 .PHONY: test-etcd
 test-etcd: $(GOTESTSUM) etcd-bins ## The etcd member client and the snapshot Job's commands against real etcd processes on loopback.
 	@mkdir -p $(ARTIFACTS)
-	GAUNTLET_ETCD_BIN=$(ETCD_BIN) $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-etcd.xml -- -count=1 $(ETCD_PKGS)
+	GAUNTLET_ETCD_BIN=$(ETCD_BIN) GAUNTLET_VERSITYGW_BIN=$(BIN)/versitygw/$(VERSITYGW_VERSION)/versitygw $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-etcd.xml -- -count=1 $(ETCD_PKGS)
 
 .PHONY: test-int
 test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook on a real kube-apiserver + etcd (envtest).
@@ -260,8 +262,9 @@ chaos: gauntlet ## The main chaos run: bin/gauntlet run (engine, images, kind, o
 ##@ Binaries built from Go modules (cached in bin/ by version)
 
 .PHONY: etcd-bins
-etcd-bins: ## Build etcd, etcdctl and etcdutl (ETCD_VERSION) into bin/etcd/<version> (reused when present).
+etcd-bins: ## Build etcd, etcdctl and etcdutl (ETCD_VERSION) into bin/etcd/<version>, and versitygw (VERSITYGW_VERSION) for the backup tests (reused when present).
 	tools/bins/build.sh etcd $(ETCD_VERSION)
+	tools/bins/build.sh versitygw $(VERSITYGW_VERSION)
 
 .PHONY: envtest-bins
 envtest-bins: ## Build kube-apiserver (KUBERNETES_VERSION) and etcd into bin/k8s/<version> for envtest (reused when present).

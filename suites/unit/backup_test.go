@@ -155,3 +155,42 @@ func TestBackupsNeedAnImage(t *testing.T) {
 	g.Expect(w.Client.Get(t.Context(), client.ObjectKey{Namespace: c.Namespace, Name: operator.BackupCronJobName(c)}, &batchv1.CronJob{})).To(Satisfy(apierrors.IsNotFound))
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy), "the database itself runs")
 }
+
+// TestBackupsToABucket: a bucket destination needs its credentials Secret
+// with both keys; until then Progressing=False/Blocked names the field and
+// no CronJob exists. Then the CronJob passes the keys as environment
+// variables, and no snapshot claim is made.
+func TestBackupsToABucket(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "db").Build()
+	withBackups(c, "@daily")
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+		Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
+	}}
+	w := reference.NewWorld(t, c)
+	cronJob := client.ObjectKey{Namespace: c.Namespace, Name: operator.BackupCronJobName(c)}
+
+	settle(t, w, c)
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining(`spec.backup.destination.s3.credentialsSecret: Secret "s3-keys" does not exist`))
+	g.Expect(w.Client.Get(ctx, cronJob, &batchv1.CronJob{})).To(Satisfy(apierrors.IsNotFound))
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "s3-keys"}, Data: map[string][]byte{"accessKeyID": []byte("ak")}}
+	g.Expect(w.Client.Create(ctx, secret)).To(Succeed())
+	settle(t, w, c)
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining(`Secret "s3-keys" has no secretAccessKey`))
+
+	secret.Data["secretAccessKey"] = []byte("sk")
+	g.Expect(w.Client.Update(ctx, secret)).To(Succeed())
+	settle(t, w, c)
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonReconciled))
+	cj := &batchv1.CronJob{}
+	g.Expect(w.Client.Get(ctx, cronJob, cj)).To(Succeed())
+	env := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env
+	g.Expect(env).To(HaveLen(2))
+	g.Expect(env[0].ValueFrom.SecretKeyRef.Name).To(Equal("s3-keys"))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: operator.SnapshotClaimName(c)}, &corev1.PersistentVolumeClaim{})).
+		To(Satisfy(apierrors.IsNotFound), "the bucket holds the backups; no claim is made for them")
+}

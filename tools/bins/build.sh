@@ -6,6 +6,8 @@
 #   tools/bins/build.sh kubectl <k8s-version>                   -> bin/k8s/<v>/kubectl
 #   tools/bins/build.sh envtest <k8s-version> <etcd-version>    -> bin/k8s/<v>/{kube-apiserver,etcd,kubectl}
 #                                                                  (a KUBEBUILDER_ASSETS directory)
+#   tools/bins/build.sh versitygw <version>                     -> bin/versitygw/<v>/versitygw
+#                                                                  (an S3-compatible server, posix backend)
 #
 # Each version is built from its own wrapper module, tools/bins/<family>/<version>/ (go.mod and
 # go.sum are committed, builds use -mod=readonly). For a version without a wrapper module the
@@ -27,7 +29,7 @@ GO_BUILD_FLAGS=(-mod=readonly -trimpath -buildvcs=false)
 go_modmod() { GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go "$@"; }
 
 usage() {
-	sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -177,6 +179,38 @@ build_k8s() { # build_k8s <cmd> <v>: cmd is kube-apiserver or kubectl
 	log "building $cmd $v ... done in $(fmt_duration $((SECONDS - start))) -> bin/k8s/$v/$cmd"
 }
 
+# --- versitygw: the S3-compatible server the backup tests store into ---------------------------
+
+build_versitygw() { # build_versitygw <v>
+	local v=$1 out="$BIN/versitygw/$1/versitygw" mod="$SCRIPT_DIR/versitygw/$1" tmp start
+	if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -qF "${v}"; then
+		log "reusing bin/versitygw/$v/versitygw ($v)"
+		return 0
+	fi
+	if [[ ! -f "$mod/go.mod" ]]; then
+		log "creating wrapper module ${mod#"$ROOT"/} (commit it) ..."
+		new_tmp; tmp=$TMP
+		cat >"$tmp/go.mod" <<-EOF
+			// Wrapper module: pins one versitygw release; tools/bins/build.sh builds
+			// its versitygw command (a tool directive).
+			module github.com/gauntlet-dev/gauntlet/tools/bins/versitygw/$v
+
+			go 1.26.0
+		EOF
+		(cd "$tmp" && go_modmod get -tool "github.com/versity/versitygw/cmd/versitygw@$v" && go_modmod mod tidy)
+		mkdir -p "$(dirname "$mod")"
+		mv "$tmp" "$mod"
+		chmod 0755 "$mod"
+	fi
+	start=$SECONDS
+	log "building versitygw $v ..."
+	new_tmp; tmp=$TMP
+	(cd "$mod" && go build "${GO_BUILD_FLAGS[@]}" \
+		-ldflags "-s -w -X main.Version=$v" -o "$tmp/versitygw" github.com/versity/versitygw/cmd/versitygw)
+	install_atomic "$tmp/versitygw" "$out"
+	log "building versitygw $v ... done in $(fmt_duration $((SECONDS - start))) -> bin/versitygw/$v/"
+}
+
 # --- envtest assets --------------------------------------------------------------------------
 
 assemble_envtest() { # assemble_envtest <k8s-v> <etcd-v>
@@ -206,6 +240,11 @@ kube-apiserver | kubectl)
 	[[ $# -eq 2 ]] || usage
 	check_version "$2"
 	build_k8s "$1" "$2"
+	;;
+versitygw)
+	[[ $# -eq 2 ]] || usage
+	check_version "$2"
+	build_versitygw "$2"
 	;;
 envtest)
 	[[ $# -eq 3 ]] || usage

@@ -20,22 +20,36 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/bucket"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
 )
 
 type options struct {
 	cluster, endpoints, dir, claim, workDir, terminationLog string
+	bucket                                                  bucket.Options
 	policy                                                  backup.Policy
 	dialTimeout, timeout                                    time.Duration
 }
+
+// Environment variables the S3 credentials are read from (the CronJob sets
+// them from the credentials Secret).
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+)
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	fs.StringVar(&o.cluster, "cluster", "", "Name of the DatabaseCluster; backups are named <cluster>-backup-<time>.db.")
 	fs.StringVar(&o.endpoints, "endpoints", "", "Comma-separated etcd client URLs to take the snapshot from, tried in turn.")
-	fs.StringVar(&o.dir, "dir", "", "Directory the backups are kept in (the cluster's snapshot claim, mounted).")
+	fs.StringVar(&o.dir, "dir", "", "Directory the backups are kept in (the cluster's snapshot claim, mounted); or use --s3-*.")
 	fs.StringVar(&o.claim, "claim", "", "Name of the claim mounted at --dir, for the backup's location.")
+	fs.StringVar(&o.bucket.Endpoint, "s3-endpoint", "", "URL of an S3-compatible server to keep the backups in, instead of --dir; credentials from $"+EnvAccessKeyID+" and $"+EnvSecretAccessKey+".")
+	fs.StringVar(&o.bucket.Bucket, "s3-bucket", "", "The bucket.")
+	fs.StringVar(&o.bucket.Prefix, "s3-prefix", "", "Prefix of every backup's key.")
+	fs.StringVar(&o.bucket.Region, "s3-region", "us-east-1", "The bucket's region.")
+	fs.BoolVar(&o.bucket.InsecureSkipTLSVerify, "s3-insecure-skip-tls-verify", false, "Do not verify the https endpoint's certificate.")
 	fs.StringVar(&o.workDir, "work-dir", os.TempDir(), "Writable directory where the snapshot is saved and verified before it is stored.")
 	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "Where the JSON report is written for the operator; empty writes it to stdout only.")
 	fs.IntVar(&o.policy.Count, "retain-count", 0, "Keep the newest N backups (0: no limit by count).")
@@ -50,8 +64,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--cluster is required")
 	case o.endpoints == "":
 		return o, fmt.Errorf("--endpoints is required")
-	case o.dir == "" || o.claim == "":
-		return o, fmt.Errorf("--dir and --claim are required")
+	case o.bucket.Endpoint == "" && (o.dir == "" || o.claim == ""):
+		return o, fmt.Errorf("a destination is required: --dir and --claim, or --s3-endpoint and --s3-bucket")
+	case o.bucket.Endpoint != "" && (o.dir != "" || o.bucket.Bucket == ""):
+		return o, fmt.Errorf("--s3-endpoint needs --s3-bucket, and not --dir")
 	case o.policy.Count < 0 || o.policy.MaxAge < 0:
 		return o, fmt.Errorf("--retain-count and --retain-max-age must not be negative")
 	case o.policy.Count == 0 && o.policy.MaxAge == 0:
@@ -78,9 +94,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancelTimeout := context.WithTimeout(ctx, o.timeout)
 	defer cancelTimeout()
 	lg := zap.NewNop()
+	var store backup.Store = backup.Dir{Path: o.dir, Claim: o.claim}
+	if o.bucket.Endpoint != "" {
+		o.bucket.AccessKeyID, o.bucket.SecretAccessKey = os.Getenv(EnvAccessKeyID), os.Getenv(EnvSecretAccessKey)
+		b, err := bucket.New(o.bucket)
+		if err != nil {
+			_, _ = fmt.Fprintln(stderr, err)
+			return 2
+		}
+		store = b
+	}
 	r := backup.Run(ctx, backup.Options{
 		Cluster: o.cluster,
-		Store:   backup.Dir{Path: o.dir, Claim: o.claim},
+		Store:   store,
 		Policy:  o.policy,
 		WorkDir: o.workDir,
 		Save:    etcdsnapshot.Saver(strings.Split(o.endpoints, ","), o.dialTimeout, lg),

@@ -13,9 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	corev1 "k8s.io/api/core/v1"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
@@ -41,26 +39,12 @@ func TestBackupJobAgainstRealEtcd(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 
-	c := &dbv1.DatabaseCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
-		Spec: dbv1.DatabaseClusterSpec{
-			Replicas: ptr.To[int32](1), Image: "etcd", Storage: dbv1.StorageSpec{Size: resource.MustParse("1Gi")},
-			Backup: &dbv1.BackupSpec{Schedule: "@daily", Retention: dbv1.BackupRetention{Count: ptr.To[int32](1)},
-				Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}},
-		},
-	}
+	c := backupCluster()
 	dir, work := t.TempDir(), t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, "db-20261101T000000Z.db"), []byte("final"), 0o600)).To(Succeed())
 	termination := filepath.Join(t.TempDir(), "termination-log")
-	ctr := builders.BackupCronJob(c, builders.Options{BackupImage: "x"}).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
-	g.Expect(ctr.Command).To(Equal([]string{builders.BackupCommand}))
-	var args []string
-	for _, a := range ctr.Args {
-		a = strings.ReplaceAll(a, "http://db-client.ns.svc.cluster.local:2379", local.ClientURL(0))
-		a = strings.ReplaceAll(a, builders.SnapshotMountPath, dir)
-		args = append(args, strings.ReplaceAll(a, builders.BackupWorkPath, work))
-	}
-	args = append(args, "--termination-log="+termination)
+	g.Expect(builderContainer(c).Command).To(Equal([]string{builders.BackupCommand}))
+	args := append(jobArgs(t, c, local.ClientURL(0), dir, work), "--termination-log="+termination)
 
 	backupOnce := func() backup.Report {
 		t.Helper()
@@ -120,6 +104,8 @@ func TestBackupJobAgainstRealEtcd(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	g := NewWithT(t)
+	g.Expect([]string{EnvAccessKeyID, EnvSecretAccessKey}).To(Equal([]string{builders.EnvS3AccessKeyID, builders.EnvS3SecretAccessKey}),
+		"the CronJob sets the variables the program reads")
 	var stdout, stderr bytes.Buffer
 	g.Expect(run(t.Context(), []string{"--cluster=db", "--endpoints=http://x", "--dir=/d", "--claim=c"}, &stdout, &stderr)).To(Equal(2))
 	g.Expect(stderr.String()).To(ContainSubstring("a retention is required"))
@@ -141,4 +127,10 @@ func TestEncodeReportFitsATerminationMessage(t *testing.T) {
 	g.Expect(back.Deleted).NotTo(BeEmpty())
 	g.Expect(back.Deleted[len(back.Deleted)-1]).To(Equal(r.Deleted[len(r.Deleted)-1]))
 	g.Expect(back.Message).To(ContainSubstring("more backups than the report lists"))
+}
+
+// builderContainer is the backup CronJob's container as the operator builds it.
+func builderContainer(c *dbv1.DatabaseCluster) corev1.Container {
+	ctr := builders.BackupCronJob(c, builders.Options{BackupImage: "x"}).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	return corev1.Container{Command: ctr.Command, Args: ctr.Args}
 }

@@ -33,6 +33,15 @@ const (
 	BackupStartingDeadline = 300
 )
 
+// Keys of the S3 credentials Secret, and the environment variables /backup
+// reads them from.
+const (
+	S3AccessKeyIDKey     = "accessKeyID"
+	S3SecretAccessKeyKey = "secretAccessKey"
+	EnvS3AccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvS3SecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+)
+
 // BackupCronJobName names the CronJob of a cluster's scheduled backups.
 func BackupCronJobName(c *dbv1.DatabaseCluster) string { return c.Name + "-backup" }
 
@@ -44,17 +53,20 @@ func BackupJobLabels(c *dbv1.DatabaseCluster) map[string]string {
 	return l
 }
 
-// BackupArgs are /backup's arguments for c's backup spec, with the claim
-// mounted at mountPath and scratch space at workPath.
+// BackupArgs are /backup's arguments for c's backup spec: the claim mounted
+// at mountPath or the bucket, and scratch space at workPath.
 func BackupArgs(c *dbv1.DatabaseCluster, o Options, mountPath, workPath string) []string {
 	b := c.Spec.Backup
 	args := []string{
 		"--cluster=" + c.Name,
 		fmt.Sprintf("--endpoints=http://%s.%s.svc.%s:%d", ClientServiceName(c), c.Namespace, o.domain(), ClientPort),
-		"--dir=" + mountPath,
-		"--claim=" + SnapshotClaimName(c),
-		"--work-dir=" + workPath,
 	}
+	if s3 := b.Destination.S3; s3 != nil {
+		args = append(args, S3Args(s3)...)
+	} else {
+		args = append(args, "--dir="+mountPath, "--claim="+SnapshotClaimName(c))
+	}
+	args = append(args, "--work-dir="+workPath)
 	if n := b.Retention.Count; n != nil {
 		args = append(args, "--retain-count="+strconv.Itoa(int(*n)))
 	}
@@ -64,16 +76,45 @@ func BackupArgs(c *dbv1.DatabaseCluster, o Options, mountPath, workPath string) 
 	return args
 }
 
+// S3Args locate a bucket for /backup.
+func S3Args(s3 *dbv1.S3Bucket) []string {
+	args := []string{"--s3-endpoint=" + s3.Endpoint, "--s3-bucket=" + s3.Bucket}
+	if s3.Prefix != "" {
+		args = append(args, "--s3-prefix="+s3.Prefix)
+	}
+	if s3.Region != "" {
+		args = append(args, "--s3-region="+s3.Region)
+	}
+	if s3.InsecureSkipTLSVerify {
+		args = append(args, "--s3-insecure-skip-tls-verify")
+	}
+	return args
+}
+
+// S3Env passes the credentials Secret's keys to /backup.
+func S3Env(s3 *dbv1.S3Bucket) []*corev1ac.EnvVarApplyConfiguration {
+	key := func(env, key string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(env).WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(
+			corev1ac.SecretKeySelector().WithName(s3.CredentialsSecret.Name).WithKey(key)))
+	}
+	return []*corev1ac.EnvVarApplyConfiguration{key(EnvS3AccessKeyID, S3AccessKeyIDKey), key(EnvS3SecretAccessKey, S3SecretAccessKeyKey)}
+}
+
 // BackupCronJob runs a verified backup on spec.backup.schedule into the
-// cluster's snapshot claim. Runs never overlap (Forbid), a run that cannot
+// cluster's snapshot claim or the bucket (whose keys come from the
+// credentials Secret as environment variables). Runs never overlap (Forbid), a run that cannot
 // start within five minutes of its time is skipped, and the last three Jobs
 // of each outcome are kept for the operator to read and people to inspect.
 // A failed run is not retried in place: its report says why, and the next
 // scheduled run tries again. Call it only when spec.backup is set.
 func BackupCronJob(c *dbv1.DatabaseCluster, o Options) *batchv1ac.CronJobApplyConfiguration {
-	mounts := []*corev1ac.VolumeMountApplyConfiguration{
-		corev1ac.VolumeMount().WithName("snapshots").WithMountPath(SnapshotMountPath),
-		corev1ac.VolumeMount().WithName("work").WithMountPath(BackupWorkPath),
+	s3 := c.Spec.Backup.Destination.S3
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("work").WithMountPath(BackupWorkPath)}
+	volumes := []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("work").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}
+	if s3 == nil {
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("snapshots").WithMountPath(SnapshotMountPath))
+		volumes = append(volumes, corev1ac.Volume().WithName("snapshots").WithPersistentVolumeClaim(
+			corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(SnapshotClaimName(c))))
 	}
 	container := corev1ac.Container().
 		WithName(BackupContainer).
@@ -87,16 +128,15 @@ func BackupCronJob(c *dbv1.DatabaseCluster, o Options) *batchv1ac.CronJobApplyCo
 			corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
 		})).
 		WithSecurityContext(restrictedContainer())
+	if s3 != nil {
+		container.WithEnv(S3Env(s3)...)
+	}
 	pod := corev1ac.PodSpec().
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPod()).
 		WithContainers(container).
-		WithVolumes(
-			corev1ac.Volume().WithName("snapshots").WithPersistentVolumeClaim(
-				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(SnapshotClaimName(c))),
-			corev1ac.Volume().WithName("work").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-		)
+		WithVolumes(volumes...)
 	return batchv1ac.CronJob(BackupCronJobName(c), c.Namespace).
 		WithLabels(Labels(c)).
 		WithOwnerReferences(ownerReference(c)).

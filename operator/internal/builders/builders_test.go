@@ -320,8 +320,9 @@ func TestBackupCronJob(t *testing.T) {
 	}
 	g.Expect(mounts).To(Equal(map[string]string{"snapshots": "/snapshots", "work": "/work"}))
 	g.Expect(pod.Volumes).To(HaveLen(2))
-	g.Expect(*pod.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("db-snapshots"))
-	g.Expect(pod.Volumes[1].EmptyDir).NotTo(BeNil())
+	g.Expect(pod.Volumes[0].EmptyDir).NotTo(BeNil())
+	g.Expect(*pod.Volumes[1].PersistentVolumeClaim.ClaimName).To(Equal("db-snapshots"))
+	g.Expect(ctr.Env).To(BeEmpty())
 
 	// Retention by count only, or by age only.
 	c.Spec.Backup.Retention = dbv1.BackupRetention{Count: ptr.To[int32](1)}
@@ -330,4 +331,36 @@ func TestBackupCronJob(t *testing.T) {
 	args := BackupCronJob(c, Options{}).Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
 	g.Expect(args).To(ContainElement("--retain-max-age=1h30m0s"))
 	g.Expect(args).NotTo(ContainElement(HavePrefix("--retain-count")))
+}
+
+func TestBackupCronJobToABucket(t *testing.T) {
+	g := NewWithT(t)
+	c := backupCluster()
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+		Endpoint: "https://s3.example.com:9000", Bucket: "backups", Prefix: "prod/", Region: "eu-west-1",
+		CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"}, InsecureSkipTLSVerify: true,
+	}}
+	pod := BackupCronJob(c, Options{BackupImage: "op"}).Spec.JobTemplate.Spec.Template.Spec
+	ctr := pod.Containers[0]
+	g.Expect(ctr.Args).To(Equal([]string{
+		"--cluster=db",
+		"--endpoints=http://db-client.ns.svc.cluster.local:2379",
+		"--s3-endpoint=https://s3.example.com:9000",
+		"--s3-bucket=backups",
+		"--s3-prefix=prod/",
+		"--s3-region=eu-west-1",
+		"--s3-insecure-skip-tls-verify",
+		"--work-dir=/work",
+		"--retain-count=7",
+		"--retain-max-age=168h0m0s",
+	}))
+	g.Expect(ctr.Env).To(HaveLen(2))
+	for i, want := range [][2]string{{"AWS_ACCESS_KEY_ID", "accessKeyID"}, {"AWS_SECRET_ACCESS_KEY", "secretAccessKey"}} {
+		g.Expect(*ctr.Env[i].Name).To(Equal(want[0]))
+		g.Expect(*ctr.Env[i].ValueFrom.SecretKeyRef.Name).To(Equal("s3-keys"))
+		g.Expect(*ctr.Env[i].ValueFrom.SecretKeyRef.Key).To(Equal(want[1]))
+	}
+	g.Expect(pod.Volumes).To(HaveLen(1), "no claim: the bucket holds the backups")
+	g.Expect(pod.Volumes[0].EmptyDir).NotTo(BeNil())
+	g.Expect(ctr.VolumeMounts).To(HaveLen(1))
 }

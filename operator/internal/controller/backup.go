@@ -36,7 +36,12 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 		s.blocked = errors.New("spec.backup: the operator was started without a backup image (--backup-image), so it cannot run backups")
 		return ctrl.Result{}, nil
 	}
-	if err := snapshot.EnsureClaim(ctx, r.Client, c); err != nil {
+	if s3 := c.Spec.Backup.Destination.S3; s3 != nil {
+		if err := r.checkCredentials(ctx, c, s3); err != nil {
+			s.blocked = err
+			return s.requeueAfter(MissingReferenceRecheck)
+		}
+	} else if err := snapshot.EnsureClaim(ctx, r.Client, c); err != nil {
 		if errors.Is(err, snapshot.ErrClaimTaken) {
 			s.blocked = fmt.Errorf("spec.backup.destination.volume: %w", err)
 			return s.requeueAfter(ForeignChildRecheckInterval)
@@ -49,6 +54,26 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 		return s.childError(err)
 	}
 	return ctrl.Result{}, r.recordLastBackup(ctx, c)
+}
+
+// checkCredentials makes sure the credentials Secret exists and holds both
+// keys: a backup Job without them would never start (its pod waits on the
+// Secret) with the reason only in the pod's events.
+func (r *Reconciler) checkCredentials(ctx context.Context, c *dbv1.DatabaseCluster, s3 *dbv1.S3Bucket) error {
+	secret := &corev1.Secret{}
+	name := s3.CredentialsSecret.Name
+	switch err := r.reader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("spec.backup.destination.s3.credentialsSecret: Secret %q does not exist in namespace %q; backups start when it does", name, c.Namespace)
+	case err != nil:
+		return fmt.Errorf("reading the credentials Secret %s: %w", name, err)
+	}
+	for _, key := range []string{builders.S3AccessKeyIDKey, builders.S3SecretAccessKeyKey} {
+		if len(secret.Data[key]) == 0 {
+			return fmt.Errorf("spec.backup.destination.s3.credentialsSecret: Secret %q has no %s", name, key)
+		}
+	}
+	return nil
 }
 
 func (r *Reconciler) removeBackupCronJob(ctx context.Context, c *dbv1.DatabaseCluster) error {

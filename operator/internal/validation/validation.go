@@ -30,9 +30,6 @@ func Spec(c *dbv1.DatabaseCluster) field.ErrorList {
 		if err := Schedule(p.Child("schedule"), b.Schedule); err != nil {
 			errs = append(errs, err)
 		}
-		if b.Destination.S3 != nil {
-			errs = append(errs, field.Forbidden(p.Child("destination", "s3"), "backups to a bucket are not carried out by this operator version yet; back up to the cluster's volume (destination.volume)"))
-		}
 	}
 	if r := c.Spec.RestoreFrom; r != nil && r.S3 != nil {
 		errs = append(errs, field.Forbidden(spec.Child("restoreFrom", "s3"), "restoring from a bucket is not carried out by this operator version yet; restore from a volume"))

@@ -105,10 +105,12 @@ func TestSpecRefusesWhatThisVersionDoesNotRun(t *testing.T) {
 	for _, err := range Spec(c) {
 		got = append(got, err.Field)
 	}
-	g.Expect(got).To(Equal([]string{"spec.backup.schedule", "spec.backup.destination.s3", "spec.restoreFrom.s3"}))
+	g.Expect(got).To(Equal([]string{"spec.backup.schedule", "spec.restoreFrom.s3"}))
 
 	c.Spec.Backup.Schedule = "@daily"
 	c.Spec.Backup.Destination = dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}
 	c.Spec.RestoreFrom = nil
 	g.Expect(Spec(c)).To(BeEmpty(), "backups to the cluster's volume are carried out")
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{Bucket: "b"}}
+	g.Expect(Spec(c)).To(BeEmpty(), "and to a bucket")
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/bucket"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdlocal"
+)
+
+// EnvVersitygw names the variable the tests read the versitygw binary from
+// (make test-etcd builds it with tools/bins/build.sh versitygw).
+const EnvVersitygw = "GAUNTLET_VERSITYGW_BIN"
+
+// startVersitygw runs a real S3-compatible server (versitygw, posix backend)
+// on loopback with one empty bucket, until the test ends, and returns its URL.
+func startVersitygw(t *testing.T, bucketName, access, secret string) string {
+	t.Helper()
+	bin := os.Getenv(EnvVersitygw)
+	if bin == "" {
+		t.Fatalf("%s is not set: run through make test-etcd, which builds versitygw", EnvVersitygw)
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, bucketName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "posix", root)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("versitygw log:\n%s", log.String())
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url) //nolint:gosec,noctx // a readiness probe of a local test server
+		if err == nil {
+			_ = resp.Body.Close()
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versitygw did not answer at %s within 10s: %v\n%s", url, err, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBackupToABucketOnVersitygw runs the backup program with the CronJob's
+// arguments for a bucket destination against real etcd and a real
+// S3-compatible server: backups land under the prefix, retention trims them
+// there, the newest downloads and verifies, and wrong credentials are a
+// failed run with a report that says so.
+func TestBackupToABucketOnVersitygw(t *testing.T) {
+	g := NewWithT(t)
+	const access, secret = "gauntlet-test", "gauntlet-test-secret"
+	endpoint := startVersitygw(t, "backups", access, secret)
+	local := etcdlocal.Start(t, etcdlocal.Binary(t), 1)
+	raw, err := clientv3.New(clientv3.Config{Endpoints: local.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = raw.Close() }()
+	for i := range 7 {
+		_, err := raw.Put(t.Context(), fmt.Sprintf("k%d", i), "v")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	c := backupCluster()
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+		Endpoint: endpoint, Bucket: "backups", Prefix: "clusters/ns/db/", Region: "us-east-1",
+		CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
+	}}
+	args := jobArgs(t, c, local.ClientURL(0), "", t.TempDir())
+	t.Setenv(EnvAccessKeyID, access)
+	t.Setenv(EnvSecretAccessKey, secret)
+	var reports []backup.Report
+	for range 2 {
+		if len(reports) > 0 {
+			time.Sleep(1100 * time.Millisecond) // backups are named to the second
+		}
+		var stdout, stderr bytes.Buffer
+		g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(0), "backup %v:\n%s%s", args, stdout.String(), stderr.String())
+		var r backup.Report
+		g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
+		reports = append(reports, r)
+	}
+	first, second := reports[0], reports[1]
+	g.Expect(first.Location).To(Equal("s3://backups/clusters/ns/db/" + first.Name))
+	g.Expect(first.TotalKeys).To(BeNumerically(">=", 7))
+	g.Expect(second.Deleted).To(Equal([]string{first.Name}), "a retention of one keeps only the newest")
+	t.Logf("stored %s (revision %d, %d keys), then %s; retention deleted %v", first.Location, first.Revision, first.TotalKeys, second.Location, second.Deleted)
+
+	b, err := bucket.New(bucket.Options{Endpoint: endpoint, Bucket: "backups", Prefix: "clusters/ns/db/", Region: "us-east-1", AccessKeyID: access, SecretAccessKey: secret})
+	g.Expect(err).NotTo(HaveOccurred())
+	names, err := b.List(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(Equal([]string{second.Name}))
+	file := filepath.Join(t.TempDir(), "fetched.db")
+	g.Expect(b.Fetch(t.Context(), "clusters/ns/db/"+second.Name, file)).To(Succeed())
+	st, err := etcdsnapshot.Verify(zap.NewNop())(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(second.Revision))
+	g.Expect(st.Hash).To(Equal(second.Hash))
+
+	// Wrong keys: exit 1, nothing stored, a report naming the upload.
+	t.Setenv(EnvSecretAccessKey, "wrong")
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(1))
+	var r backup.Report
+	g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
+	g.Expect(r.Succeeded).To(BeFalse())
+	g.Expect(r.Message).To(HavePrefix("storing the snapshot: uploading to s3://backups/clusters/ns/db/"))
+	names, err = b.List(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(Equal([]string{second.Name}))
+}
+
+func backupCluster() *dbv1.DatabaseCluster {
+	c := &dbv1.DatabaseCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
+		Spec: dbv1.DatabaseClusterSpec{
+			Replicas: ptr.To[int32](1), Image: "etcd",
+			Backup: &dbv1.BackupSpec{Schedule: "@daily", Retention: dbv1.BackupRetention{Count: ptr.To[int32](1)},
+				Destination: dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}},
+		},
+	}
+	return c
+}
+
+// jobArgs are the CronJob container's arguments with the client Service's
+// URL, the claim's mount point and the scratch directory made local.
+func jobArgs(t *testing.T, c *dbv1.DatabaseCluster, clientURL, dir, work string) []string {
+	t.Helper()
+	ctr := builderContainer(c)
+	var args []string
+	for _, a := range ctr.Args {
+		a = strings.ReplaceAll(a, "http://db-client.ns.svc.cluster.local:2379", clientURL)
+		if dir != "" {
+			a = strings.ReplaceAll(a, "/snapshots", dir)
+		}
+		args = append(args, strings.ReplaceAll(a, "/work", work))
+	}
+	return args
+}
