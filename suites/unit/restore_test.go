@@ -136,3 +136,50 @@ func TestMissingStorageClass(t *testing.T) {
 	settle(t, w, c)
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
 }
+
+// TestRestoreFromABucket: a bucket source waits for its credentials Secret
+// (Blocked, naming the field); then each restore Job first fetches the
+// object with /backup from the operator's image; a fetch that fails shows
+// its own message in Degraded (RestoreFailed), not only the Job's reason.
+func TestRestoreFromABucket(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "restored").Build()
+	c.Spec.RestoreFrom = &dbv1.RestoreSource{S3: &dbv1.S3SnapshotSource{
+		S3Bucket: dbv1.S3Bucket{Endpoint: "https://s3.example.com", Bucket: "backups", Prefix: "prod/", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"}},
+		Key:      "db-backup-20261124T030000Z.db",
+	}}
+	w := reference.NewWorld(t, c)
+	_, err := w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining(`spec.restoreFrom.s3.credentialsSecret: Secret "s3-keys" does not exist`))
+
+	g.Expect(w.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "s3-keys"},
+		Data: map[string][]byte{"accessKeyID": []byte("ak"), "secretAccessKey": []byte("sk")}})).To(Succeed())
+	_, err = w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionTrue, dbv1.ReasonRestoring).
+		WithMessageContaining("from s3://backups/prod/db-backup-20261124T030000Z.db"))
+	job := &batchv1.Job{}
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "restored-restore-0"}, job)).To(Succeed())
+	fetch := job.Spec.Template.Spec.InitContainers[0]
+	g.Expect(fetch.Image).To(Equal(reference.BackupImage))
+	g.Expect(fetch.Args).To(ContainElements("fetch", "--s3-bucket=backups", "--s3-prefix=prod/", "--key=db-backup-20261124T030000Z.db", "--to=/work/snapshot.db"))
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args[:3]).To(Equal([]string{"snapshot", "restore", "/work/snapshot.db"}))
+
+	// The fetch fails: the object is not there.
+	g.Expect(w.Client.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "restored-restore-0-x", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Message: "downloading s3://backups/prod/db-backup-20261124T030000Z.db: The specified key does not exist.",
+		}}}}}})).To(Succeed())
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}
+	g.Expect(w.Client.Status().Update(ctx, job)).To(Succeed())
+	_, err = w.Driver.Pass(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonRestoreFailed).
+		WithMessageContaining("fetch: downloading s3://backups/prod/db-backup-20261124T030000Z.db: The specified key does not exist."))
+}

@@ -109,7 +109,8 @@ type VolumeSnapshotSource struct {
 // S3SnapshotSource is a snapshot object in an S3-compatible bucket.
 type S3SnapshotSource struct {
 	S3Bucket `json:",inline"`
-	// Key is the object's key in the bucket, prefix included.
+	// Key is the object's key under the prefix: status.lastBackup.location
+	// reads s3://<bucket>/<prefix><key>.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +required

@@ -23,6 +23,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/bucket"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdlocal"
 )
 
@@ -130,6 +131,59 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Revision).To(Equal(second.Revision))
 	g.Expect(st.Hash).To(Equal(second.Hash))
+
+	// The restore Job from this bucket: its fetch container's arguments
+	// (this program), then etcdutl with the restore container's, into the
+	// data directories of a new 3-member cluster, which serves every key.
+	restoredCluster := backupCluster()
+	restoredCluster.Spec.Backup = nil
+	restoredCluster.Spec.RestoreFrom = &dbv1.RestoreSource{S3: &dbv1.S3SnapshotSource{
+		S3Bucket: *c.Spec.Backup.Destination.S3, Key: second.Name,
+	}}
+	rjob := builders.RestoreJob(restoredCluster, 0, []string{"db-0"}, builders.Options{BackupImage: "x"})
+	fetchArgs := rjob.Spec.Template.Spec.InitContainers[0].Args
+	g.Expect(fetchArgs[0]).To(Equal("fetch"))
+	scratch := t.TempDir()
+	var local2 []string
+	for _, a := range fetchArgs[1:] {
+		local2 = append(local2, strings.ReplaceAll(a, builders.BackupWorkPath, scratch))
+	}
+	var fout bytes.Buffer
+	g.Expect(run(t.Context(), append(append([]string{"fetch"}, local2...), "--termination-log="), &fout, &fout)).To(Equal(0), "fetch %v: %s", local2, fout.String())
+	snapshotFile := filepath.Join(scratch, "snapshot.db")
+	restoreCmd := rjob.Spec.Template.Spec.Containers[0]
+	g.Expect(restoreCmd.Args[2]).To(Equal(builders.BackupWorkPath + "/snapshot.db"))
+	etcdBin := etcdlocal.Binary(t)
+	restored := etcdlocal.StartWith(t, etcdBin, 3, etcdlocal.Options{Prepare: func(m etcdlocal.Member) {
+		g.Expect(os.Remove(m.DataDir)).To(Succeed(), "etcdutl creates the data directory itself")
+		args := builders.RestoreArgs(snapshotFile, m.Name, m.InitialCluster, m.Token, m.PeerURL, m.DataDir)
+		out, err := exec.CommandContext(t.Context(), filepath.Join(filepath.Dir(etcdBin), "etcdutl"), args...).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "etcdutl %v:\n%s", args, out)
+	}})
+	for i := range restored.Size() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{restored.ClientURL(i)}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		g.Expect(err).NotTo(HaveOccurred())
+		resp, err := cli.Get(t.Context(), "k", clientv3.WithPrefix(), clientv3.WithSerializable(), clientv3.WithCountOnly())
+		_ = cli.Close()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.Count).To(BeNumerically(">=", 7), "member %s", restored.Name(i))
+	}
+	t.Logf("a 3-member cluster restored from %s serves every key", second.Location)
+
+	// A key that is not there: exit 1 and a message naming it.
+	bad := append([]string{"fetch"}, local2...)
+	for i, a := range bad {
+		if strings.HasPrefix(a, "--key=") {
+			bad[i] = "--key=db-backup-19700101T000000Z.db"
+		}
+	}
+	termination := filepath.Join(t.TempDir(), "termination")
+	fout.Reset()
+	g.Expect(run(t.Context(), append(bad, "--termination-log="+termination), &fout, &fout)).To(Equal(1))
+	msg, err := os.ReadFile(termination)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(msg)).To(HavePrefix("downloading s3://backups/clusters/ns/db/db-backup-19700101T000000Z.db: "))
+	t.Logf("a missing key fails the fetch with: %s", msg)
 
 	// Wrong keys: exit 1, nothing stored, a report naming the upload.
 	t.Setenv(EnvSecretAccessKey, "wrong")

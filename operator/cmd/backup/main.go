@@ -84,8 +84,12 @@ func main() {
 }
 
 // run takes one backup and returns the exit code: 0 when a verified backup
-// was stored, 1 when not, 2 for bad flags.
+// was stored, 1 when not, 2 for bad flags. With "fetch" first, it downloads
+// one backup for a restore instead.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "fetch" {
+		return fetch(ctx, args[1:], stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, err)
@@ -142,4 +146,45 @@ func encodeReport(r backup.Report) []byte {
 			r.Message = "retention deleted more backups than the report lists"
 		}
 	}
+}
+
+// fetch downloads s3://<bucket>/<prefix><key> to --to, for a restore Job's
+// next container. A failure is written to the termination message, where
+// the operator reads why the restore failed.
+func fetch(ctx context.Context, args []string, stderr io.Writer) int {
+	var o bucket.Options
+	var key, to, terminationLog string
+	fs := flag.NewFlagSet("backup fetch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "URL of the S3-compatible server; credentials from $"+EnvAccessKeyID+" and $"+EnvSecretAccessKey+".")
+	fs.StringVar(&o.Bucket, "s3-bucket", "", "The bucket.")
+	fs.StringVar(&o.Prefix, "s3-prefix", "", "Prefix of the key.")
+	fs.StringVar(&o.Region, "s3-region", "us-east-1", "The bucket's region.")
+	fs.BoolVar(&o.InsecureSkipTLSVerify, "s3-insecure-skip-tls-verify", false, "Do not verify the https endpoint's certificate.")
+	fs.StringVar(&key, "key", "", "Key of the backup under the prefix.")
+	fs.StringVar(&to, "to", "", "File to write.")
+	fs.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where a failure is written for the operator.")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.Endpoint == "" || o.Bucket == "" || key == "" || to == "" {
+		_, _ = fmt.Fprintln(stderr, "backup fetch needs --s3-endpoint, --s3-bucket, --key and --to")
+		return 2
+	}
+	o.AccessKeyID, o.SecretAccessKey = os.Getenv(EnvAccessKeyID), os.Getenv(EnvSecretAccessKey)
+	fail := func(err error) int {
+		_, _ = fmt.Fprintln(stderr, err)
+		if terminationLog != "" {
+			_ = os.WriteFile(terminationLog, []byte(err.Error()), 0o600)
+		}
+		return 1
+	}
+	b, err := bucket.New(o)
+	if err != nil {
+		return fail(err)
+	}
+	if err := b.Fetch(ctx, o.Prefix+key, to); err != nil {
+		return fail(err)
+	}
+	return 0
 }

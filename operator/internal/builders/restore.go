@@ -58,20 +58,52 @@ func MemberClaim(c *dbv1.DatabaseCluster, member string) *corev1.PersistentVolum
 	}
 }
 
-// RestoreJob restores spec.restoreFrom.volume into member ordinal's claim, as
-// a member of a new cluster made of members (the bootstrap members). The
-// operator runs one at a time: the snapshot claim is ReadWriteOnce. Call it
-// only when spec.restoreFrom.volume is set.
+// RestoreFetchContainer downloads a backup from a bucket before the restore.
+const RestoreFetchContainer = "fetch"
+
+// RestoreJob restores spec.restoreFrom into member ordinal's claim, as a
+// member of a new cluster made of members (the bootstrap members). From a
+// volume, it mounts the snapshot claim read-only (the operator runs one Job
+// at a time: the claim is ReadWriteOnce); from a bucket, a first container
+// running /backup fetch downloads the object into scratch space, with the
+// keys of the credentials Secret. etcdutl checks the snapshot's hash as it
+// restores.
 func RestoreJob(c *dbv1.DatabaseCluster, ordinal int, members []string, o Options) *batchv1.Job {
 	name := MemberName(c, ordinal)
+	data := corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(name)}}}
+	restore := func(file string, mount corev1.VolumeMount) corev1.Container {
+		args := RestoreArgs(file, name, InitialCluster(c, o, members...), ClusterToken(c), PeerURL(c, name, o), DataDir)
+		return snapshotContainer(c, RestoreContainer, "etcdutl", []corev1.VolumeMount{mount, {Name: DataVolumeName, MountPath: DataMountPath}}, args...)
+	}
+	if s3 := c.Spec.RestoreFrom.S3; s3 != nil {
+		file := BackupWorkPath + "/snapshot.db"
+		work := corev1.VolumeMount{Name: "work", MountPath: BackupWorkPath}
+		fetch := snapshotContainer(c, RestoreFetchContainer, BackupCommand, []corev1.VolumeMount{work},
+			append(append([]string{"fetch"}, S3Args(&s3.S3Bucket)...), "--key="+s3.Key, "--to="+file)...)
+		fetch.Image = o.BackupImage
+		fetch.Command = []string{BackupCommand}
+		fetch.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+		fetch.Env = s3EnvVars(&s3.S3Bucket)
+		work.ReadOnly = true
+		return job(c, RestoreJobName(c, ordinal), "restore", 1, []corev1.Container{fetch}, []corev1.Container{restore(file, work)}, []corev1.Volume{
+			{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, data,
+		})
+	}
 	src := c.Spec.RestoreFrom.Volume
-	args := RestoreArgs(SnapshotMountPath+"/"+src.File, name, InitialCluster(c, o, members...), ClusterToken(c), PeerURL(c, name, o), DataDir)
-	ctr := snapshotContainer(c, RestoreContainer, "etcdutl", []corev1.VolumeMount{
-		{Name: "snapshots", MountPath: SnapshotMountPath, ReadOnly: true},
-		{Name: DataVolumeName, MountPath: DataMountPath},
-	}, args...)
-	return job(c, RestoreJobName(c, ordinal), "restore", 1, nil, []corev1.Container{ctr}, []corev1.Volume{
+	return job(c, RestoreJobName(c, ordinal), "restore", 1, nil, []corev1.Container{
+		restore(SnapshotMountPath+"/"+src.File, corev1.VolumeMount{Name: "snapshots", MountPath: SnapshotMountPath, ReadOnly: true}),
+	}, []corev1.Volume{
 		{Name: "snapshots", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.ClaimName, ReadOnly: true}}},
-		{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(name)}}},
+		data,
 	})
+}
+
+// s3EnvVars passes the credentials Secret's keys, as S3Env does for the CronJob.
+func s3EnvVars(s3 *dbv1.S3Bucket) []corev1.EnvVar {
+	key := func(env, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret.Name}, Key: key,
+		}}}
+	}
+	return []corev1.EnvVar{key(EnvS3AccessKeyID, S3AccessKeyIDKey), key(EnvS3SecretAccessKey, S3SecretAccessKeyKey)}
 }

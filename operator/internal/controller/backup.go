@@ -37,7 +37,7 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if s3 := c.Spec.Backup.Destination.S3; s3 != nil {
-		if err := r.checkCredentials(ctx, c, s3); err != nil {
+		if err := r.checkCredentials(ctx, c, "spec.backup.destination.s3.credentialsSecret", s3); err != nil {
 			s.blocked = err
 			return s.requeueAfter(MissingReferenceRecheck)
 		}
@@ -57,20 +57,20 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // checkCredentials makes sure the credentials Secret exists and holds both
-// keys: a backup Job without them would never start (its pod waits on the
+// keys (field names it in the message): a Job without them would never start (its pod waits on the
 // Secret) with the reason only in the pod's events.
-func (r *Reconciler) checkCredentials(ctx context.Context, c *dbv1.DatabaseCluster, s3 *dbv1.S3Bucket) error {
+func (r *Reconciler) checkCredentials(ctx context.Context, c *dbv1.DatabaseCluster, field string, s3 *dbv1.S3Bucket) error {
 	secret := &corev1.Secret{}
 	name := s3.CredentialsSecret.Name
 	switch err := r.reader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("spec.backup.destination.s3.credentialsSecret: Secret %q does not exist in namespace %q; backups start when it does", name, c.Namespace)
+		return fmt.Errorf("%s: Secret %q does not exist in namespace %q; it is used once it does", field, name, c.Namespace)
 	case err != nil:
 		return fmt.Errorf("reading the credentials Secret %s: %w", name, err)
 	}
 	for _, key := range []string{builders.S3AccessKeyIDKey, builders.S3SecretAccessKeyKey} {
 		if len(secret.Data[key]) == 0 {
-			return fmt.Errorf("spec.backup.destination.s3.credentialsSecret: Secret %q has no %s", name, key)
+			return fmt.Errorf("%s: Secret %q has no %s", field, name, key)
 		}
 	}
 	return nil

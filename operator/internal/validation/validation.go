@@ -1,7 +1,6 @@
 // Package validation holds the checks of a DatabaseCluster spec that the
-// CRD's schema and CEL rules cannot make: a cron schedule, container resource
-// rules as the API server applies them to pods, and features this operator
-// version does not carry out. The admission webhook refuses what they find,
+// CRD's schema and CEL rules cannot make: a cron schedule, and container
+// resource rules as the API server applies them to pods. The admission webhook refuses what they find,
 // one message per mistake naming the field; the controller runs them too, so
 // that a cluster installed without the webhook says InvalidSpec instead of
 // failing further down.
@@ -30,9 +29,6 @@ func Spec(c *dbv1.DatabaseCluster) field.ErrorList {
 		if err := Schedule(p.Child("schedule"), b.Schedule); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if r := c.Spec.RestoreFrom; r != nil && r.S3 != nil {
-		errs = append(errs, field.Forbidden(spec.Child("restoreFrom", "s3"), "restoring from a bucket is not carried out by this operator version yet; restore from a volume"))
 	}
 	return errs
 }

@@ -93,7 +93,7 @@ func TestResources(t *testing.T) {
 	}
 }
 
-func TestSpecRefusesWhatThisVersionDoesNotRun(t *testing.T) {
+func TestSpecChecksTheSchedule(t *testing.T) {
 	g := NewWithT(t)
 	c := &dbv1.DatabaseCluster{Spec: dbv1.DatabaseClusterSpec{
 		Replicas: ptr.To[int32](3), Image: "etcd",
@@ -105,7 +105,7 @@ func TestSpecRefusesWhatThisVersionDoesNotRun(t *testing.T) {
 	for _, err := range Spec(c) {
 		got = append(got, err.Field)
 	}
-	g.Expect(got).To(Equal([]string{"spec.backup.schedule", "spec.restoreFrom.s3"}))
+	g.Expect(got).To(Equal([]string{"spec.backup.schedule"}))
 
 	c.Spec.Backup.Schedule = "@daily"
 	c.Spec.Backup.Destination = dbv1.BackupDestination{Volume: &dbv1.VolumeDestination{}}
