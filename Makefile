@@ -193,6 +193,8 @@ images: docker-engine manager ## Build the operator image and the etcd images (E
 	tools/bins/build.sh etcd $(ETCD_UPGRADE_FROM)
 	tools/images/build.sh etcd $(ETCD_VERSION)
 	tools/images/build.sh etcd $(ETCD_UPGRADE_FROM)
+	tools/bins/build.sh versitygw $(VERSITYGW_VERSION)
+	tools/images/build.sh versitygw $(VERSITYGW_VERSION)
 	@tag=dev-$$(cat $(BIN)/manager $(BIN)/backup | sha256sum | cut -c1-12); \
 	  tools/images/build.sh operator $$tag && \
 	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
@@ -210,6 +212,7 @@ chaos-images: docker-engine ## Build the Chaos Mesh controller and daemon images
 
 E2E_ENV = OPERATOR_IMAGE=$$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env) \
 	ETCD_IMAGE=gauntlet.dev/etcd:$(ETCD_VERSION) ETCD_UPGRADE_FROM_IMAGE=gauntlet.dev/etcd:$(ETCD_UPGRADE_FROM) \
+	S3_SERVER_IMAGE=gauntlet.dev/versitygw:$(VERSITYGW_VERSION) \
 	GAUNTLET_NODE_IMAGE=$(NODE_IMAGE) GAUNTLET_KIND_CONFIG=$(KIND_CONFIG)
 
 .PHONY: test-e2e

@@ -103,3 +103,8 @@ func TestBackup(t *testing.T) {
 	e2e.BackupSpec(t.Context(), t, input(t, "backup-"))
 	e2e.ExpectOperatorHealthy(t.Context(), t, env)
 }
+
+func TestBackupToBucket(t *testing.T) {
+	e2e.BackupToBucketSpec(t.Context(), t, input(t, "bucket-"))
+	e2e.ExpectOperatorHealthy(t.Context(), t, env)
+}

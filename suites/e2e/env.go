@@ -39,6 +39,9 @@ type Options struct {
 	// OperatorImage, EtcdImage and EtcdUpgradeFrom are loaded into the
 	// cluster; the operator is deployed with OperatorImage.
 	OperatorImage, EtcdImage, EtcdUpgradeFrom string
+	// S3ServerImage is an S3-compatible server (versitygw) the backup spec
+	// runs in its namespace; loaded when set.
+	S3ServerImage string
 	// OperatorArgs are appended to the manager's arguments (for example
 	// --bug=<variant> for an operator built with -tags gauntlet_bugs).
 	OperatorArgs []string
@@ -55,11 +58,12 @@ const (
 	DefaultKindConfig      = cluster.DefaultKindConfig
 	DefaultEtcdImage       = "gauntlet.dev/etcd:v3.6.16"
 	DefaultEtcdUpgradeFrom = "gauntlet.dev/etcd:v3.6.15"
+	DefaultS3ServerImage   = "gauntlet.dev/versitygw:v1.8.0"
 )
 
 // OptionsFromEnv reads the options make test-e2e (and test-chaos) pass in
 // the environment: GAUNTLET_NODE_IMAGE, GAUNTLET_KIND_CONFIG (relative to
-// the repository), OPERATOR_IMAGE, ETCD_IMAGE and ETCD_UPGRADE_FROM_IMAGE,
+// the repository), OPERATOR_IMAGE, ETCD_IMAGE, ETCD_UPGRADE_FROM_IMAGE and S3_SERVER_IMAGE,
 // with the defaults above.
 func OptionsFromEnv() Options {
 	return Options{
@@ -70,6 +74,7 @@ func OptionsFromEnv() Options {
 		OperatorImage:   os.Getenv("OPERATOR_IMAGE"),
 		EtcdImage:       Getenv("ETCD_IMAGE", DefaultEtcdImage),
 		EtcdUpgradeFrom: Getenv("ETCD_UPGRADE_FROM_IMAGE", DefaultEtcdUpgradeFrom),
+		S3ServerImage:   Getenv("S3_SERVER_IMAGE", DefaultS3ServerImage),
 	}
 }
 
@@ -133,7 +138,11 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 		return fail(err)
 	}
 	if !c.Existing {
-		if err := c.LoadImages(ctx, o.OperatorImage, o.EtcdImage, o.EtcdUpgradeFrom); err != nil {
+		images := []string{o.OperatorImage, o.EtcdImage, o.EtcdUpgradeFrom}
+		if o.S3ServerImage != "" {
+			images = append(images, o.S3ServerImage)
+		}
+		if err := c.LoadImages(ctx, images...); err != nil {
 			return fail(err)
 		}
 	}

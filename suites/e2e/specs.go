@@ -573,3 +573,54 @@ func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image,
 	g.Expect(in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed(), "v1alpha1 is still served")
 	g.Expect(old.Spec.Replicas).To(Equal(ptr.To[int32](3)))
 }
+
+// BackupToBucketSpec: with an S3-compatible server in the namespace, a
+// schedule of every minute stores verified backups in its bucket under the
+// prefix, retention trims them there to two, and a new cluster restored
+// from the newest object serves every key.
+func BackupToBucketSpec(ctx context.Context, t *testing.T, in SpecInput) {
+	g := NewWithT(t)
+	s3 := StartS3Server(ctx, t, in, "backups")
+	c := reference.NewCluster(in.Namespace, "db").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+	bucket := dbv1.S3Bucket{Endpoint: s3.Endpoint, Bucket: s3.Bucket, Prefix: "clusters/db/", Region: "us-east-1", CredentialsSecret: dbv1.SecretReference{Name: s3.Secret}}
+	c.Spec.Backup = &dbv1.BackupSpec{
+		Schedule:    "* * * * *",
+		Retention:   dbv1.BackupRetention{Count: ptr.To[int32](2)},
+		Destination: dbv1.BackupDestination{S3: bucket.DeepCopy()},
+	}
+	CreateCluster(ctx, t, in, c)
+	WriteKeys(ctx, t, in, c, "bucket", 40)
+
+	succeeded := map[string]bool{}
+	start := time.Now()
+	err := framework.PollFor(ctx, "three verified backups in the bucket", 5*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err.Error(), nil
+		}
+		lb := c.Status.LastBackup
+		switch {
+		case lb == nil:
+			return false, "no backup recorded yet; conditions:\n" + framework.DescribeConditions(c.Status.Conditions), nil
+		case !lb.Succeeded:
+			return false, "", fmt.Errorf("backup %s failed: %s", lb.Job, lb.Message)
+		case !succeeded[lb.Job]:
+			succeeded[lb.Job] = true
+			t.Logf("%s: backup %s verified at %s: revision %d, %d keys", time.Since(start).Round(time.Second), lb.Job, lb.Snapshot.Location, lb.Snapshot.Revision, lb.Snapshot.TotalKeys)
+		}
+		return len(succeeded) >= 3 && lb.Snapshot.TotalKeys >= 40, fmt.Sprintf("%d verified so far", len(succeeded)), nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	last := c.Status.LastBackup
+	g.Expect(last.Retained).To(Equal(int32(2)))
+	key, ok := strings.CutPrefix(last.Snapshot.Location, "s3://backups/clusters/db/")
+	g.Expect(ok).To(BeTrue(), "location %s", last.Snapshot.Location)
+	keys := s3.Keys(ctx, t, in, "clusters/db/")
+	g.Expect(keys).To(HaveLen(2), "retention keeps two backups in the bucket: %v", keys)
+	g.Expect(keys).To(ContainElement("clusters/db/" + key))
+
+	restored := reference.NewCluster(in.Namespace, "restored").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
+	restored.Spec.RestoreFrom = &dbv1.RestoreSource{S3: &dbv1.S3SnapshotSource{S3Bucket: bucket, Key: key}}
+	CreateCluster(ctx, t, in, restored)
+	ExpectKeys(ctx, t, in, restored, "bucket", 40)
+	t.Logf("a cluster restored from %s serves all 40 keys", last.Snapshot.Location)
+}

@@ -6,6 +6,7 @@
 #   tools/images/build.sh operator <tag>          bin/manager, bin/backup -> gauntlet.dev/operator:<tag>
 #                                                 ($MANAGER_BIN, $BACKUP_BIN instead when set)
 #   tools/images/build.sh etcd <etcd-version>     bin/etcd/<version>/ -> gauntlet.dev/etcd:<etcd-version>
+#   tools/images/build.sh versitygw <version>     bin/versitygw/<version>/ -> gauntlet.dev/versitygw:<version>
 #
 # Both run as the non-root user 65532 and hold static binaries only.
 set -euo pipefail
@@ -16,7 +17,7 @@ BIN="$ROOT/bin"
 REPO="${IMAGE_REPO:-gauntlet.dev}"
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 build() { # build <image> <context dir> <dockerfile text>
 	local image=$1 ctx=$2 dockerfile=$3
@@ -79,6 +80,18 @@ COPY etcd etcdctl etcdutl /usr/local/bin/
 ENV PATH=/usr/local/bin
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/etcd"]'
+	;;
+versitygw)
+	# The S3-compatible server the e2e backup test stores into (posix
+	# backend on an emptyDir).
+	b="$BIN/versitygw/$2/versitygw"
+	[ -x "$b" ] || { echo "error: $b is missing: run tools/bins/build.sh versitygw $2" >&2; exit 1; }
+	static_or_die "$b"
+	cp "$b" "$ctx/versitygw"
+	build "$REPO/versitygw:$2" "$ctx" 'FROM scratch
+COPY versitygw /versitygw
+USER 65532:65532
+ENTRYPOINT ["/versitygw"]'
 	;;
 *) usage ;;
 esac
