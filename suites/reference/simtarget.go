@@ -356,6 +356,8 @@ func (sw *simWorld) invariants() []sim.Invariant {
 		{Name: "the finalizer goes only after a final snapshot is recorded", Kind: sim.Safety, Check: sw.checkSnapshotBeforeFinalizer},
 		{Name: "operator actions never take ready members below quorum", Kind: sim.Safety, Check: sw.checkQuorumKept},
 		{Name: "at most one membership change in flight", Kind: sim.Safety, Check: sw.checkOneMembershipChange},
+		{Name: "a leader is never removed before handing over", Kind: sim.Safety, Check: sw.checkLeaderHandedOver},
+		{Name: "the operator asks etcd for no membership change that breaks quorum", Kind: sim.Safety, Check: sw.checkNoRefusedChange},
 		{Name: "the user's spec is never overwritten", Kind: sim.Safety, Check: sw.checkIntentKept},
 		{Name: "Available only when a quorum is ready", Kind: sim.Honesty, Check: sw.checkAvailableHonest},
 		{Name: "Reconciled only when the StatefulSet matches the spec", Kind: sim.Honesty, Check: sw.checkReconciledHonest},
@@ -444,6 +446,25 @@ func (sw *simWorld) quorum(c *dbv1.DatabaseCluster) int {
 		voters = int(c.DesiredReplicas())
 	}
 	return operator.Quorum(voters)
+}
+
+// checkLeaderHandedOver: the operator moves leadership off a member before
+// removing it, whenever another healthy voter can take over (the fake etcd
+// records every removal of a leader).
+func (sw *simWorld) checkLeaderHandedOver(context.Context, sim.StepInfo) error {
+	if removed := sw.etcd.LeaderRemovals(); len(removed) > 0 {
+		return fmt.Errorf("member(s) %v removed while leading, though another healthy voter could have taken over", removed)
+	}
+	return nil
+}
+
+// checkNoRefusedChange: etcd refuses a change that would break quorum, but
+// safety must not rest on that: the operator's own gate must never ask.
+func (sw *simWorld) checkNoRefusedChange(context.Context, sim.StepInfo) error {
+	if refused := sw.etcd.Refusals(); len(refused) > 0 {
+		return fmt.Errorf("etcd refused %d membership change(s) the operator asked for; the first: %s", len(refused), refused[0])
+	}
+	return nil
 }
 
 func (sw *simWorld) checkOneMembershipChange(context.Context, sim.StepInfo) error {

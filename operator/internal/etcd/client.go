@@ -346,7 +346,8 @@ func mapError(err error) error {
 		return fmt.Errorf("%w: %w", ErrMemberNotFound, err)
 	case isEtcdError(err, rpctypes.ErrMemberLearnerNotReady, rpctypes.ErrGRPCLearnerNotReady):
 		return fmt.Errorf("%w: %w", ErrLearnerNotReady, err)
-	case isEtcdError(err, rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy):
+	case isEtcdError(err, rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy),
+		isEtcdError(err, rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrGRPCMemberNotEnoughStarted):
 		return fmt.Errorf("%w: %w", ErrClusterNotReady, err)
 	}
 	return err

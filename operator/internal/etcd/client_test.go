@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdfake"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdlocal"
 )
 
@@ -356,4 +357,59 @@ func TestStoppedMemberIsUnhealthy(t *testing.T) {
 
 	c.Start(idx)
 	waitMembers(t, cli, "3 healthy voters and one leader again", settled(3))
+}
+
+// TestRemoveRefusedWhileAMemberIsDown: with one of three members stopped,
+// real etcd refuses to remove a healthy one (the two voters left would have
+// one started member, below their quorum), and the client says so with
+// ErrClusterNotReady, which the operator waits on instead of failing. The
+// fake etcd of the simulation tier refuses the same change.
+func TestRemoveRefusedWhileAMemberIsDown(t *testing.T) {
+	c, cli := startCluster(t, 3)
+	g := NewWithT(t)
+	ms := waitMembers(t, cli, "3 healthy voters and one leader", settled(3))
+	leader, _ := leaderOf(ms)
+	var down, healthy etcd.Member
+	for _, m := range ms {
+		switch {
+		case m.ID == leader.ID:
+		case down.ID == 0:
+			down = m
+		default:
+			healthy = m
+		}
+	}
+	for i := range c.Size() {
+		if c.Name(i) == down.Name {
+			c.Stop(i)
+		}
+	}
+	waitMembers(t, cli, down.Name+" unhealthy", func(ms []etcd.Member) bool {
+		for _, m := range ms {
+			if m.ID == down.ID {
+				return !m.Healthy
+			}
+		}
+		return false
+	})
+	err := cli.Remove(t.Context(), healthy.ID)
+	g.Expect(err).To(MatchError(etcd.ErrClusterNotReady), "removing healthy %s while %s is down", healthy.Name, down.Name)
+	t.Logf("real etcd refused: %v", err)
+
+	fake := etcdfake.New()
+	fake.Bootstrap([]string{"m0", "m1", "m2"}, []string{"http://m0:2380", "http://m1:2380", "http://m2:2380"})
+	for _, m := range fake.Members() {
+		fake.SetHealthy(m.Name, m.Name != "m2")
+	}
+	fcli, err := fake.Dialer().Dial(t.Context(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	var m1 uint64
+	for _, m := range fake.Members() {
+		if m.Name == "m1" {
+			m1 = m.ID
+		}
+	}
+	err = fcli.Remove(t.Context(), m1)
+	g.Expect(err).To(MatchError(etcd.ErrClusterNotReady))
+	t.Logf("the fake refused: %v", err)
 }

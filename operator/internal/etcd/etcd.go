@@ -48,9 +48,10 @@ var ErrMemberNotFound = errors.New("etcd member not found")
 var ErrLearnerNotReady = errors.New("etcd learner is not yet in sync with the leader")
 
 // ErrClusterNotReady is returned by a membership change that etcd refuses
-// because it judges the cluster not ready for one (a member started or
-// joined moments ago: etcd's strict reconfiguration check); the caller
-// retries later.
+// because it judges the cluster not ready for one (etcd's strict
+// reconfiguration check: a member started or joined moments ago, or the
+// change would leave fewer started voters than a quorum); the caller retries
+// later.
 var ErrClusterNotReady = errors.New("etcd refuses membership changes until every member has been connected for a while")
 
 // Client manages the membership of one etcd cluster. Implementations must be

@@ -54,6 +54,10 @@ type Cluster struct {
 	always      map[string]error
 	calls       []Call
 	snapshotLen int
+	// leaderRemovals: members removed while leading (see LeaderRemovals);
+	// refusals: membership changes refused for quorum (see Refusals).
+	leaderRemovals []string
+	refusals       []string
 }
 
 // New returns an empty cluster.
@@ -269,6 +273,64 @@ func (c *Cluster) begin(method, arg string) error {
 	return err
 }
 
+// votersLocked counts the voting members other than except, and how many of
+// them are healthy.
+func (c *Cluster) votersLocked(except uint64) (voters, healthy int) {
+	for _, m := range c.members {
+		if m.IsLearner || m.ID == except {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+		}
+	}
+	return voters, healthy
+}
+
+// noQuorumLocked refuses a membership change while fewer than a quorum of
+// voters is healthy: there is no leader to propose it.
+func (c *Cluster) noQuorumLocked(what string) error {
+	voters, healthy := c.votersLocked(0)
+	if voters > 0 && healthy < etcd.Quorum(voters) {
+		err := fmt.Errorf("etcdfake: %s: no leader (%d of %d voters healthy): %w", what, healthy, voters, etcd.ErrClusterNotReady)
+		c.refusals = append(c.refusals, err.Error())
+		return err
+	}
+	return nil
+}
+
+// refuseLocked is etcd's "not enough started members": a change that would
+// leave voters with fewer than their quorum started.
+func (c *Cluster) refuseLocked(what string, started, voters int) error {
+	if err := c.noQuorumLocked(what); err != nil {
+		return err
+	}
+	if voters > 0 && started < etcd.Quorum(voters) {
+		err := fmt.Errorf("etcdfake: %s: re-configuration failed due to not enough started members (%d of %d): %w", what, started, voters, etcd.ErrClusterNotReady)
+		c.refusals = append(c.refusals, err.Error())
+		return err
+	}
+	return nil
+}
+
+// Refusals are the membership changes refused because they would break
+// quorum (or had no leader to propose them): an operator whose own checks
+// are right asks for none.
+func (c *Cluster) Refusals() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.refusals...)
+}
+
+// LeaderRemovals names the members removed while they led, when another
+// healthy voter could have taken over first.
+func (c *Cluster) LeaderRemovals() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.leaderRemovals...)
+}
+
 type client struct{ c *Cluster }
 
 func (cl *client) ListMembers(context.Context) ([]etcd.Member, error) {
@@ -291,6 +353,9 @@ func (cl *client) AddLearner(_ context.Context, peerURL string) (etcd.Member, er
 			return etcd.Member{}, fmt.Errorf("etcdfake: peer URL %s already registered by member %s", peerURL, m)
 		}
 	}
+	if err := cl.c.noQuorumLocked("adding a learner at " + peerURL); err != nil {
+		return etcd.Member{}, err
+	}
 	m := cl.c.addLocked("", peerURL, true)
 	m.Healthy = false // not started yet
 	return *m, nil
@@ -311,6 +376,15 @@ func (cl *client) Promote(_ context.Context, id uint64) error {
 	case cl.c.notInSync[id] || m.Name == "":
 		return fmt.Errorf("promoting %s: %w", m, etcd.ErrLearnerNotReady)
 	}
+	// etcd's strict reconfiguration check: the voters after the promotion
+	// must have a quorum of started (here: healthy) members.
+	voters, started := cl.c.votersLocked(0)
+	if m.Healthy {
+		started++
+	}
+	if err := cl.c.refuseLocked("promoting "+m.Name, started, voters+1); err != nil {
+		return err
+	}
 	m.IsLearner = false
 	return nil
 }
@@ -324,6 +398,29 @@ func (cl *client) Remove(_ context.Context, id uint64) error {
 	m, ok := cl.c.members[id]
 	if !ok {
 		return fmt.Errorf("removing %s: %w", etcd.FormatID(id), etcd.ErrMemberNotFound)
+	}
+	if !m.IsLearner {
+		// etcd refuses to remove a voter when the voters left would have
+		// fewer started members than their quorum, and a cluster without a
+		// quorum has no leader to ask.
+		voters, started := cl.c.votersLocked(id)
+		if err := cl.c.noQuorumLocked("removing " + m.Name); err != nil {
+			return err
+		}
+		if err := cl.c.refuseLocked("removing "+m.Name, started, voters); err != nil {
+			return err
+		}
+	}
+	if m.Leader {
+		// Removing the leader works in etcd (it steps down), but costs an
+		// election a transfer would have avoided: recorded for the
+		// leadership invariant when another voter could have taken over.
+		for _, other := range cl.c.members {
+			if other.ID != id && !other.IsLearner && other.Healthy {
+				cl.c.leaderRemovals = append(cl.c.leaderRemovals, m.Name)
+				break
+			}
+		}
 	}
 	delete(cl.c.members, id)
 	if m.Leader {
