@@ -37,6 +37,12 @@ type SimOptions struct {
 	// WithoutBackups leaves spec.backup unset, and with it the backup runs,
 	// their perturbation and their invariants.
 	WithoutBackups bool
+	// Replicas is the cluster's size, 3 when zero. A cluster of 1 or 2
+	// tolerates no member down: it is not scaled (the webhook would refuse
+	// most steps, and a roll the operator must refuse would make the end
+	// state depend on timing), so member failures, deleted and unready pods,
+	// image changes, backups and deletion reach it.
+	Replicas int32
 }
 
 // Images the image-change perturbation chooses from.
@@ -98,6 +104,9 @@ const simNamespace = "sim"
 
 func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, error) {
 	c := NewCluster(simNamespace, "db").Build()
+	if o.Replicas > 0 {
+		c.Spec.Replicas = new(o.Replicas)
+	}
 	if !o.WithoutBackups {
 		// Backups on a schedule, keeping two and none older than a minute
 		// (the newest excepted): the world runs them.
@@ -136,7 +145,7 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 			return []reconcile.Request{{NamespacedName: sw.key}}, nil
 		},
 		World:         []framework.EnvStep{sw.tick, sw.sts.Step, sw.processes.Step, sw.backups.Step, sw.collectGarbage},
-		Perturbations: sw.perturbations(!o.WithoutMemberAPI),
+		Perturbations: sw.perturbations(!o.WithoutMemberAPI && o.Replicas == 0),
 		Heal:          sw.heal,
 		Invariants:    sw.invariants(),
 		Converged:     sw.converged,
@@ -228,10 +237,11 @@ func (sw *simWorld) updateSpec(ctx context.Context, mutate func(*dbv1.DatabaseCl
 	return fmt.Sprintf("spec now replicas=%d image=%s (generation %d)", *c.Spec.Replicas, c.Spec.Image, c.Generation), nil
 }
 
-// perturbations are what the world does to the cluster. Without the member
-// API the operator cannot change the membership, so no scale arrives and
-// no volume is lost (its member could not be replaced).
-func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
+// perturbations are what the world does to the cluster. Without membership
+// changes (no member API, where the operator cannot change the membership,
+// or a cluster of 1 or 2, which is not scaled) no scale arrives and no
+// volume is lost (its member could not be replaced).
+func (sw *simWorld) perturbations(membershipChanges bool) []sim.Perturbation {
 	all := []sim.Perturbation{
 		// 3 or 5 members, both ways. Smaller clusters tolerate no member
 		// down, so the operator pauses an upgrade there and the end state
@@ -248,12 +258,12 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 			return sw.updateSpec(ctx, func(s *dbv1.DatabaseClusterSpec) { s.Image = simImages[choice%uint64(len(simImages))] })
 		}},
 		{Name: "pod-unready", Apply: func(_ context.Context, choice uint64) (string, error) {
-			pod := fmt.Sprintf("db-%d", choice%3)
+			pod := fmt.Sprintf("db-%d", choice%sw.members())
 			sw.sts.SetReady(false, simNamespace, pod)
 			return pod + " fails its readiness probe", nil
 		}},
 		{Name: "member-fails", Apply: func(_ context.Context, choice uint64) (string, error) {
-			name := fmt.Sprintf("db-%d", choice%3)
+			name := fmt.Sprintf("db-%d", choice%sw.members())
 			// etcd's /readyz fails with the member, and with it the pod's
 			// readiness probe.
 			sw.processes.Fail(name, true)
@@ -261,7 +271,7 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 			return "etcd reports " + name + " unhealthy; its readiness probe fails", nil
 		}},
 		{Name: "pod-deleted", Apply: func(ctx context.Context, choice uint64) (string, error) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: fmt.Sprintf("db-%d", choice%3)}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: fmt.Sprintf("db-%d", choice%sw.members())}}
 			if err := sw.w.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return "", err
 			}
@@ -271,7 +281,7 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 		// losing a majority's data is a disaster to restore from a
 		// snapshot, not something an operator may repair on its own.
 		{Name: "volume-lost", Apply: func(ctx context.Context, choice uint64) (string, error) {
-			name := fmt.Sprintf("db-%d", choice%3)
+			name := fmt.Sprintf("db-%d", choice%sw.members())
 			pods, err := sw.pods(ctx)
 			if err != nil {
 				return "", err
@@ -319,10 +329,19 @@ func (sw *simWorld) perturbations(memberAPI bool) []sim.Perturbation {
 			return "the user deletes the cluster", nil
 		}},
 	}
-	if !memberAPI {
+	if !membershipChanges {
 		all = slices.DeleteFunc(all, func(p sim.Perturbation) bool { return p.Name == "scale" || p.Name == "volume-lost" })
 	}
 	return all
+}
+
+// members is how many members the perturbations pick from: the ordinals
+// every size the run may have shares.
+func (sw *simWorld) members() uint64 {
+	if n := *sw.intent.Replicas; n < 3 {
+		return uint64(n)
+	}
+	return 3
 }
 
 func (sw *simWorld) heal(context.Context) error {

@@ -30,6 +30,21 @@ func TestSimulationEventsOnly(t *testing.T) {
 	t.Logf("%d schedules without member-health polling, no invariant broken", ran)
 }
 
+// TestSimulationSmallClusters: clusters of one and two members, which
+// tolerate no member down, through failed members, deleted and unready pods,
+// image changes (which the operator must refuse to roll), failed backups and
+// deletion, with every fault.
+func TestSimulationSmallClusters(t *testing.T) {
+	for _, n := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("%d-member", n), func(t *testing.T) {
+			target := reference.SimTarget(reference.SimOptions{Replicas: n})
+			target.Name = fmt.Sprintf("databasecluster-%d-member", n)
+			ran := sim.Check(t, target, sim.CheckOptions{Seeds: seeds / 3, Package: "./suites/simulation"})
+			t.Logf("%d schedules on a %d-member cluster, no invariant broken", ran, n)
+		})
+	}
+}
+
 // TestSameSeedSameRun: a schedule is a pure function of its seed, and a run
 // replays exactly.
 func TestSameSeedSameRun(t *testing.T) {
