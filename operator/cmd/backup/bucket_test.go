@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -63,18 +65,23 @@ func startVersitygw(t *testing.T, bucketName, access, secret string) string {
 		}
 	})
 	url := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(url) //nolint:gosec,noctx // a readiness probe of a local test server
-		if err == nil {
-			_ = resp.Body.Close()
-			return url
+	var last error
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not answer at %s within 10s: %v\n%s", url, err, log.String())
+		resp, err := http.DefaultClient.Do(req)
+		if last = err; err != nil {
+			return false, nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		_ = resp.Body.Close()
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("versitygw did not answer at %s within 10s: %v (last: %v)\n%s", url, err, last, log.String())
 	}
+	return url
 }
 
 // TestBackupToABucketOnVersitygw runs the backup program with the CronJob's
@@ -86,14 +93,7 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	g := NewWithT(t)
 	const access, secret = "gauntlet-test", "gauntlet-test-secret"
 	endpoint := startVersitygw(t, "backups", access, secret)
-	local := etcdlocal.Start(t, etcdlocal.Binary(t), 1)
-	raw, err := clientv3.New(clientv3.Config{Endpoints: local.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = raw.Close() }()
-	for i := range 7 {
-		_, err := raw.Put(t.Context(), fmt.Sprintf("k%d", i), "v")
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	local, _ := etcdWithKeys(t, 7)
 
 	c := backupCluster()
 	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
@@ -106,7 +106,7 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	var reports []backup.Report
 	for range 2 {
 		if len(reports) > 0 {
-			time.Sleep(1100 * time.Millisecond) // backups are named to the second
+			nextSecond(t, reports[0].TakenAt) // backups are named to the second
 		}
 		var stdout, stderr bytes.Buffer
 		g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(0), "backup %v:\n%s%s", args, stdout.String(), stderr.String())
@@ -208,6 +208,36 @@ func backupCluster() *dbv1.DatabaseCluster {
 		},
 	}
 	return c
+}
+
+// etcdWithKeys starts a one-member etcd on loopback holding keys k0..k<n-1>,
+// and returns it with a client to it (closed when the test ends).
+func etcdWithKeys(t *testing.T, n int) (*etcdlocal.Cluster, *clientv3.Client) {
+	t.Helper()
+	local := etcdlocal.Start(t, etcdlocal.Binary(t), 1)
+	raw, err := clientv3.New(clientv3.Config{Endpoints: local.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	for i := range n {
+		if _, err := raw.Put(t.Context(), fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return local, raw
+}
+
+// nextSecond waits until the clock is past the second of taken: backups are
+// named to the second, so the next one gets a name of its own.
+func nextSecond(t *testing.T, taken time.Time) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+		return time.Now().UTC().Truncate(time.Second).After(taken), nil
+	})
+	if err != nil {
+		t.Fatalf("the clock did not pass %s: %v", taken, err)
+	}
 }
 
 // jobArgs are the CronJob container's arguments with the client Service's

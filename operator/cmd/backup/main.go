@@ -38,6 +38,16 @@ const (
 	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
 )
 
+// bindBucketFlags binds the --s3-* flags that locate a bucket (the
+// credentials come from the environment); endpoint says what the endpoint is for.
+func bindBucketFlags(fs *flag.FlagSet, o *bucket.Options, endpoint string) {
+	fs.StringVar(&o.Endpoint, "s3-endpoint", "", endpoint+"; credentials from $"+EnvAccessKeyID+" and $"+EnvSecretAccessKey+".")
+	fs.StringVar(&o.Bucket, "s3-bucket", "", "The bucket.")
+	fs.StringVar(&o.Prefix, "s3-prefix", "", "Prefix of every backup's key.")
+	fs.StringVar(&o.Region, "s3-region", "us-east-1", "The bucket's region.")
+	fs.BoolVar(&o.InsecureSkipTLSVerify, "s3-insecure-skip-tls-verify", false, "Do not verify the https endpoint's certificate.")
+}
+
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
@@ -45,11 +55,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.endpoints, "endpoints", "", "Comma-separated etcd client URLs to take the snapshot from, tried in turn.")
 	fs.StringVar(&o.dir, "dir", "", "Directory the backups are kept in (the cluster's snapshot claim, mounted); or use --s3-*.")
 	fs.StringVar(&o.claim, "claim", "", "Name of the claim mounted at --dir, for the backup's location.")
-	fs.StringVar(&o.bucket.Endpoint, "s3-endpoint", "", "URL of an S3-compatible server to keep the backups in, instead of --dir; credentials from $"+EnvAccessKeyID+" and $"+EnvSecretAccessKey+".")
-	fs.StringVar(&o.bucket.Bucket, "s3-bucket", "", "The bucket.")
-	fs.StringVar(&o.bucket.Prefix, "s3-prefix", "", "Prefix of every backup's key.")
-	fs.StringVar(&o.bucket.Region, "s3-region", "us-east-1", "The bucket's region.")
-	fs.BoolVar(&o.bucket.InsecureSkipTLSVerify, "s3-insecure-skip-tls-verify", false, "Do not verify the https endpoint's certificate.")
+	bindBucketFlags(fs, &o.bucket, "URL of an S3-compatible server to keep the backups in, instead of --dir")
 	fs.StringVar(&o.workDir, "work-dir", os.TempDir(), "Writable directory where the snapshot is saved and verified before it is stored.")
 	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "Where the JSON report is written for the operator; empty writes it to stdout only.")
 	fs.IntVar(&o.policy.Count, "retain-count", 0, "Keep the newest N backups (0: no limit by count).")
@@ -156,11 +162,7 @@ func fetch(ctx context.Context, args []string, stderr io.Writer) int {
 	var key, to, terminationLog string
 	fs := flag.NewFlagSet("backup fetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "URL of the S3-compatible server; credentials from $"+EnvAccessKeyID+" and $"+EnvSecretAccessKey+".")
-	fs.StringVar(&o.Bucket, "s3-bucket", "", "The bucket.")
-	fs.StringVar(&o.Prefix, "s3-prefix", "", "Prefix of the key.")
-	fs.StringVar(&o.Region, "s3-region", "us-east-1", "The bucket's region.")
-	fs.BoolVar(&o.InsecureSkipTLSVerify, "s3-insecure-skip-tls-verify", false, "Do not verify the https endpoint's certificate.")
+	bindBucketFlags(fs, &o, "URL of the S3-compatible server")
 	fs.StringVar(&key, "key", "", "Key of the backup under the prefix.")
 	fs.StringVar(&to, "to", "", "File to write.")
 	fs.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where a failure is written for the operator.")

@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/backup/etcdsnapshot"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/etcd/etcdlocal"
 )
 
 // TestBackupJobAgainstRealEtcd runs the backup program with exactly the
@@ -30,14 +27,7 @@ import (
 // stays, and the stored file verifies again with etcdutl's code.
 func TestBackupJobAgainstRealEtcd(t *testing.T) {
 	g := NewWithT(t)
-	local := etcdlocal.Start(t, etcdlocal.Binary(t), 1)
-	raw, err := clientv3.New(clientv3.Config{Endpoints: local.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = raw.Close() }()
-	for i := range 5 {
-		_, err := raw.Put(t.Context(), fmt.Sprintf("k%d", i), "v")
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	local, raw := etcdWithKeys(t, 5)
 
 	c := backupCluster()
 	dir, work := t.TempDir(), t.TempDir()
@@ -65,8 +55,8 @@ func TestBackupJobAgainstRealEtcd(t *testing.T) {
 	g.Expect(first.Location).To(Equal("pvc/db-snapshots/" + first.Name))
 	t.Logf("first backup %s: revision %d, %d keys, %d bytes, hash %d", first.Name, first.Revision, first.TotalKeys, first.SizeBytes, first.Hash)
 
-	time.Sleep(1100 * time.Millisecond) // backups are named to the second
-	_, err = raw.Put(t.Context(), "k5", "v")
+	nextSecond(t, first.TakenAt) // backups are named to the second
+	_, err := raw.Put(t.Context(), "k5", "v")
 	g.Expect(err).NotTo(HaveOccurred())
 	second := backupOnce()
 	g.Expect(second.Revision).To(BeNumerically(">", first.Revision))
