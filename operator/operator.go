@@ -123,6 +123,9 @@ var (
 	BackupCronJobName = builders.BackupCronJobName
 	// BackupJobLabels are on every backup Job and its pods.
 	BackupJobLabels = builders.BackupJobLabels
+	// BackupJobCluster maps a backup Job or its pod to its cluster's request,
+	// as the controller's watch does.
+	BackupJobCluster = controller.BackupJobCluster
 	// SnapshotClaimName names the claim that keeps a cluster's snapshots and backups.
 	SnapshotClaimName = builders.SnapshotClaimName
 )

@@ -75,7 +75,7 @@ func SimTarget(o SimOptions) sim.Target {
 			{Kind: &corev1.ConfigMap{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &policyv1.PodDisruptionBudget{}, Predicate: predicate.GenerationChangedPredicate{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &batchv1.CronJob{}, Map: sim.OwnedBy("DatabaseCluster")},
-			{Kind: &batchv1.Job{}, Map: backupJobCluster},
+			{Kind: &batchv1.Job{}, Map: operator.BackupJobCluster},
 		},
 		Setup: func(ctx context.Context, w *sim.World) (*sim.Hooks, error) { return setupSim(ctx, w, o) },
 	}
@@ -165,7 +165,7 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		// Backup Jobs and their pods are history: how many ran depends on
 		// how long the run took.
 		History: func(obj client.Object) bool {
-			return len(backupJobCluster(obj)) > 0 || obj.GetLabels()[batchv1.JobNameLabel] != ""
+			return len(operator.BackupJobCluster(obj)) > 0 || obj.GetLabels()[batchv1.JobNameLabel] != ""
 		},
 	}
 	if !o.WithoutBackups {
@@ -173,16 +173,6 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		hooks.Invariants = append(hooks.Invariants, sw.backups.invariants()...)
 	}
 	return hooks, nil
-}
-
-// backupJobCluster maps a backup Job to its cluster by label, as the
-// operator's watch does.
-func backupJobCluster(o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if l["app.kubernetes.io/component"] != "backup" || l["app.kubernetes.io/instance"] == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: l["app.kubernetes.io/instance"]}}}
 }
 
 // collectGarbage runs the garbage collector once the cluster was deleted:

@@ -91,13 +91,21 @@ func S3Args(s3 *dbv1.S3Bucket) []string {
 	return args
 }
 
+// S3CredentialKeys pairs each key of the credentials Secret with the
+// environment variable /backup reads it from.
+var S3CredentialKeys = []struct{ Key, Env string }{
+	{S3AccessKeyIDKey, EnvS3AccessKeyID},
+	{S3SecretAccessKeyKey, EnvS3SecretAccessKey},
+}
+
 // S3Env passes the credentials Secret's keys to /backup.
 func S3Env(s3 *dbv1.S3Bucket) []*corev1ac.EnvVarApplyConfiguration {
-	key := func(env, key string) *corev1ac.EnvVarApplyConfiguration {
-		return corev1ac.EnvVar().WithName(env).WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(
-			corev1ac.SecretKeySelector().WithName(s3.CredentialsSecret.Name).WithKey(key)))
+	var env []*corev1ac.EnvVarApplyConfiguration
+	for _, k := range S3CredentialKeys {
+		env = append(env, corev1ac.EnvVar().WithName(k.Env).WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(
+			corev1ac.SecretKeySelector().WithName(s3.CredentialsSecret.Name).WithKey(k.Key))))
 	}
-	return []*corev1ac.EnvVarApplyConfiguration{key(EnvS3AccessKeyID, S3AccessKeyIDKey), key(EnvS3SecretAccessKey, S3SecretAccessKeyKey)}
+	return env
 }
 
 // BackupCronJob runs a verified backup on spec.backup.schedule into the

@@ -100,10 +100,11 @@ func RestoreJob(c *dbv1.DatabaseCluster, ordinal int, members []string, o Option
 
 // s3EnvVars passes the credentials Secret's keys, as S3Env does for the CronJob.
 func s3EnvVars(s3 *dbv1.S3Bucket) []corev1.EnvVar {
-	key := func(env, key string) corev1.EnvVar {
-		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret.Name}, Key: key,
-		}}}
+	var env []corev1.EnvVar
+	for _, k := range S3CredentialKeys {
+		env = append(env, corev1.EnvVar{Name: k.Env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret.Name}, Key: k.Key,
+		}}})
 	}
-	return []corev1.EnvVar{key(EnvS3AccessKeyID, S3AccessKeyIDKey), key(EnvS3SecretAccessKey, S3SecretAccessKeyKey)}
+	return env
 }

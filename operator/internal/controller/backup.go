@@ -68,9 +68,9 @@ func (r *Reconciler) checkCredentials(ctx context.Context, c *dbv1.DatabaseClust
 	case err != nil:
 		return fmt.Errorf("reading the credentials Secret %s: %w", name, err)
 	}
-	for _, key := range []string{builders.S3AccessKeyIDKey, builders.S3SecretAccessKeyKey} {
-		if len(secret.Data[key]) == 0 {
-			return fmt.Errorf("%s: Secret %q has no %s", field, name, key)
+	for _, k := range builders.S3CredentialKeys {
+		if len(secret.Data[k.Key]) == 0 {
+			return fmt.Errorf("%s: Secret %q has no %s", field, name, k.Key)
 		}
 	}
 	return nil
@@ -105,7 +105,7 @@ func (r *Reconciler) recordLastBackup(ctx context.Context, c *dbv1.DatabaseClust
 	var newestAt time.Time
 	for i := range list.Items {
 		job := &list.Items[i]
-		at, done := finishedAt(job)
+		at, done := jobs.FinishedAt(job)
 		if done && (newest == nil || at.After(newestAt)) {
 			newest, newestAt = job, at
 		}
@@ -124,19 +124,6 @@ func (r *Reconciler) recordLastBackup(ctx context.Context, c *dbv1.DatabaseClust
 		r.event(c, corev1.EventTypeWarning, dbv1.ReasonBackupFailed, "Backup", "backup %s failed: %s", newest.Name, last.Message)
 	}
 	return nil
-}
-
-// finishedAt tells whether the Job finished and when.
-func finishedAt(job *batchv1.Job) (time.Time, bool) {
-	if jobs.Finished(job, batchv1.JobComplete) && job.Status.CompletionTime != nil {
-		return job.Status.CompletionTime.Time, true
-	}
-	for _, cond := range job.Status.Conditions {
-		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
-			return cond.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // backupOutcome reads the report the backup container left as its
@@ -202,9 +189,10 @@ func (r *Reconciler) backupReport(ctx context.Context, job *batchv1.Job) (*backu
 	return found, nil
 }
 
-// backupJobCluster maps a backup Job (controlled by the CronJob, not the
-// cluster) to its cluster, so that a finished backup wakes the controller.
-func backupJobCluster(_ context.Context, o client.Object) []reconcile.Request {
+// BackupJobCluster maps a backup Job (controlled by the CronJob, not the
+// cluster) or its pod to its cluster, so that a finished backup wakes the
+// controller.
+func BackupJobCluster(o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	if l[builders.LabelComponent] != builders.ComponentBackup || l[builders.LabelManagedBy] != builders.ManagerName || l[builders.LabelInstance] == "" {
 		return nil

@@ -227,7 +227,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, o SetupOptions) error {
 		Owns(&batchv1.Job{}).
 		Owns(&batchv1.CronJob{}).
 		// Backup Jobs belong to the CronJob; their label names the cluster.
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobCluster)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return BackupJobCluster(o)
+		})).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 	if o.Filter != nil {

@@ -4,6 +4,7 @@ package jobs
 
 import (
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,4 +29,17 @@ func Message(job *batchv1.Job, t batchv1.JobConditionType) string {
 		}
 	}
 	return "no reason given"
+}
+
+// FinishedAt tells whether the Job finished (complete or failed) and when.
+func FinishedAt(job *batchv1.Job) (time.Time, bool) {
+	if Finished(job, batchv1.JobComplete) && job.Status.CompletionTime != nil {
+		return job.Status.CompletionTime.Time, true
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
 }
