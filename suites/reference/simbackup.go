@@ -40,18 +40,18 @@ type simBackups struct {
 	// runs counts the Jobs started; lastRun is when the last one started.
 	runs    int
 	lastRun time.Time
-	// succeeded and failed name the Jobs by outcome, for the honesty check.
-	succeeded, failed map[string]bool
-	// everStored is true once a verified backup was stored; locations are
+	// succeeded names the Jobs that stored a verified backup (the honesty
+	// check); lastFailed says whether the last run failed; locations are
 	// where every stored backup was.
-	everStored bool
+	succeeded  map[string]bool
+	lastFailed bool
 	locations  map[string]bool
 	// violation is set when retention deleted the newest backup.
 	violation string
 }
 
 func newSimBackups(w *sim.World, key client.ObjectKey, clock func() time.Time) *simBackups {
-	return &simBackups{w: w, key: key, clock: clock, stored: map[string]int64{}, succeeded: map[string]bool{}, failed: map[string]bool{}, locations: map[string]bool{}}
+	return &simBackups{w: w, key: key, clock: clock, stored: map[string]int64{}, succeeded: map[string]bool{}, locations: map[string]bool{}}
 }
 
 // Step starts and finishes one backup when one is due.
@@ -95,10 +95,9 @@ func (b *simBackups) Step(ctx context.Context) (bool, error) {
 		Now: func() time.Time { return now },
 	})
 	if report.Succeeded {
-		b.succeeded[name], b.everStored = true, true
-	} else {
-		b.failed[name] = true
+		b.succeeded[name] = true
 	}
+	b.lastFailed = !report.Succeeded
 	return true, b.leaveJob(ctx, c, name, now, report)
 }
 
@@ -148,7 +147,7 @@ func (b *simBackups) perturbation() sim.Perturbation {
 // once, as the next scheduled run would once the fault is gone.
 func (b *simBackups) heal() {
 	b.failNext = ""
-	if len(b.failed) > 0 {
+	if b.lastFailed {
 		b.lastRun = time.Time{}
 	}
 }
@@ -168,7 +167,7 @@ func (b *simBackups) invariants() []sim.Invariant {
 }
 
 func (b *simBackups) checkOneKept(context.Context, sim.StepInfo) error {
-	if b.everStored && len(b.stored) == 0 {
+	if len(b.succeeded) > 0 && len(b.stored) == 0 {
 		return errors.New("a backup succeeded before, but the destination holds none")
 	}
 	return nil
