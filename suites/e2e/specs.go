@@ -449,26 +449,7 @@ func BackupSpec(ctx context.Context, t *testing.T, in SpecInput) {
 
 	// Three successful runs, a minute apart: the third one's retention
 	// (count 2) has deleted at least one older backup.
-	succeeded := map[string]*dbv1.BackupStatus{}
-	start := time.Now()
-	err := framework.PollFor(ctx, "three verified scheduled backups", 5*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, err.Error(), nil
-		}
-		lb := c.Status.LastBackup
-		if lb == nil {
-			return false, "no backup recorded yet; conditions:\n" + framework.DescribeConditions(c.Status.Conditions), nil
-		}
-		if !lb.Succeeded {
-			return false, "", fmt.Errorf("backup %s failed: %s", lb.Job, lb.Message)
-		}
-		if _, seen := succeeded[lb.Job]; !seen {
-			succeeded[lb.Job] = lb.DeepCopy()
-			t.Logf("%s: backup %s verified at %s: revision %d, %d keys", time.Since(start).Round(time.Second), lb.Job, lb.Snapshot.Location, lb.Snapshot.Revision, lb.Snapshot.TotalKeys)
-		}
-		return len(succeeded) >= 3, fmt.Sprintf("%d verified so far, last %s", len(succeeded), lb.Job), nil
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+	WaitVerifiedBackups(ctx, t, in, c, 3, 0)
 	last := c.Status.LastBackup.Snapshot
 	g.Expect(last.TotalKeys).To(BeNumerically(">=", 40))
 
@@ -488,7 +469,7 @@ func BackupSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	ExpectKeys(ctx, t, in, restored, "backup", 40)
 
 	g.Expect(Update(ctx, in, c, func(c *dbv1.DatabaseCluster) { c.Spec.Backup = nil })).To(Succeed())
-	err = framework.PollFor(ctx, "the backup CronJob to go", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+	err := framework.PollFor(ctx, "the backup CronJob to go", availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
 		err := in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: operator.BackupCronJobName(c)}, &batchv1.CronJob{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err), nil
 	})
@@ -562,16 +543,39 @@ func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image,
 	g.Expect(c.APIVersion).To(Or(BeEmpty(), Equal(dbv1.GroupVersion.String())))
 	// Give the new operator time to act on the cluster (a changed pod
 	// template would roll members): nothing may restart meanwhile.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		g.Expect(pods()).To(Equal(before), "no member pod may restart or be replaced by the operator upgrade")
-		time.Sleep(2 * time.Second)
-	}
+	g.Consistently(pods).WithTimeout(30*time.Second).WithPolling(2*time.Second).
+		Should(Equal(before), "no member pod may restart or be replaced by the operator upgrade")
 	WaitHealthy(ctx, t, in, c, 3)
 	ExpectKeys(ctx, t, in, c, "upgrade", 50)
 	old = &dbv1alpha1.DatabaseCluster{}
 	g.Expect(in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed(), "v1alpha1 is still served")
 	g.Expect(old.Spec.Replicas).To(Equal(ptr.To[int32](3)))
+}
+
+// WaitVerifiedBackups waits until n scheduled backups of c, each a new Job,
+// were recorded as verified, the last one holding at least minKeys keys; a
+// failed one ends the wait. It logs each as it comes and leaves c as last read.
+func WaitVerifiedBackups(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster, n int, minKeys int64) {
+	t.Helper()
+	succeeded := map[string]bool{}
+	start := time.Now()
+	err := framework.PollFor(ctx, fmt.Sprintf("%d verified scheduled backups", n), 5*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err.Error(), nil
+		}
+		lb := c.Status.LastBackup
+		switch {
+		case lb == nil:
+			return false, "no backup recorded yet; conditions:\n" + framework.DescribeConditions(c.Status.Conditions), nil
+		case !lb.Succeeded:
+			return false, "", fmt.Errorf("backup %s failed: %s", lb.Job, lb.Message)
+		case !succeeded[lb.Job]:
+			succeeded[lb.Job] = true
+			t.Logf("%s: backup %s verified at %s: revision %d, %d keys", time.Since(start).Round(time.Second), lb.Job, lb.Snapshot.Location, lb.Snapshot.Revision, lb.Snapshot.TotalKeys)
+		}
+		return len(succeeded) >= n && lb.Snapshot.TotalKeys >= minKeys, fmt.Sprintf("%d verified so far, last %s", len(succeeded), lb.Job), nil
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 }
 
 // BackupToBucketSpec: with an S3-compatible server in the namespace, a
@@ -591,25 +595,7 @@ func BackupToBucketSpec(ctx context.Context, t *testing.T, in SpecInput) {
 	CreateCluster(ctx, t, in, c)
 	WriteKeys(ctx, t, in, c, "bucket", 40)
 
-	succeeded := map[string]bool{}
-	start := time.Now()
-	err := framework.PollFor(ctx, "three verified backups in the bucket", 5*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, err.Error(), nil
-		}
-		lb := c.Status.LastBackup
-		switch {
-		case lb == nil:
-			return false, "no backup recorded yet; conditions:\n" + framework.DescribeConditions(c.Status.Conditions), nil
-		case !lb.Succeeded:
-			return false, "", fmt.Errorf("backup %s failed: %s", lb.Job, lb.Message)
-		case !succeeded[lb.Job]:
-			succeeded[lb.Job] = true
-			t.Logf("%s: backup %s verified at %s: revision %d, %d keys", time.Since(start).Round(time.Second), lb.Job, lb.Snapshot.Location, lb.Snapshot.Revision, lb.Snapshot.TotalKeys)
-		}
-		return len(succeeded) >= 3 && lb.Snapshot.TotalKeys >= 40, fmt.Sprintf("%d verified so far", len(succeeded)), nil
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+	WaitVerifiedBackups(ctx, t, in, c, 3, 40)
 	last := c.Status.LastBackup
 	g.Expect(last.Retained).To(Equal(int32(2)))
 	key, ok := strings.CutPrefix(last.Snapshot.Location, "s3://backups/clusters/db/")
