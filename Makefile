@@ -19,7 +19,10 @@ VERSITYGW_VERSION      ?= v1.8.0
 # The kind node image built offline (tools/images/node) and the kind config.
 KIND_NODE_VERSION      ?= v1.35.4
 NODE_IMAGE             ?= gauntlet.dev/kind-node:$(KIND_NODE_VERSION)
-KIND_CONFIG            ?= fixtures/kind/single-node.yaml
+# MULTI_NODE=1 takes the multi-node cluster (a control plane and three
+# workers, for the node-loss scenario) in the e2e and chaos tiers.
+MULTI_NODE             ?=
+KIND_CONFIG            ?= $(if $(filter 1,$(MULTI_NODE)),fixtures/kind/multi-node.yaml,fixtures/kind/single-node.yaml)
 # The offline node image is built here; an upstream one (kindest/node:...,
 # with KIND_CONFIG=fixtures/kind/upstream.yaml) is pulled by kind instead.
 NODE_IMAGE_DEP          = $(if $(filter gauntlet.dev/%,$(NODE_IMAGE)),node-image)
@@ -166,8 +169,8 @@ soak-sim: ## Explore many more seeds on the reference operator: make soak-sim SE
 
 N ?= 1000
 .PHONY: bench-int
-bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): N clusters at once, e.g. make bench-int N=1000.
-	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v -args -n=$(N) -manager=$(BIN)/manager
+bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): N clusters at once, e.g. make bench-int N=1000; PROFILE=1 profiles the manager (pprof summaries in artifacts/bench-int-profile).
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v -args -n=$(N) -manager=$(BIN)/manager $(if $(PROFILE),-profile-dir=$(ARTIFACTS)/bench-int-profile)
 
 ROUNDS ?= 5
 
@@ -176,10 +179,22 @@ bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not 
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) go test -count=1 -timeout 60m -tags 'e2e bench' -run '^TestBenchBringUp$$' -v ./suites/e2e -args -rounds=$(ROUNDS)
 
+BENCH_N ?= 200
+
 .PHONY: bench
-bench: ## Run the Go benchmarks: one reconcile pass on a converged cluster; simulated schedules per minute.
-	go test -run '^$$' -bench . -benchmem ./suites/unit/...
-	go test -run '^$$' -bench Schedules -benchtime 300x ./suites/simulation
+bench: build envtest-bins ## One table of every hermetic figure (not in make test): the unit and simulation Go benchmarks and the envtest scale benchmark at BENCH_N clusters, in artifacts/bench-<time>/BENCHMARKS.md and benchmarks.json; compare two with bin/gauntlet bench compare A B.
+	@set -e; dir=$(ARTIFACTS)/bench-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$dir; \
+	echo "bench: unit benchmarks (3 runs)"; \
+	go test -run '^$$' -bench . -benchmem -count 3 ./suites/unit/... | tee $$dir/unit.txt; \
+	echo "bench: simulated schedules per minute"; \
+	go test -run '^$$' -bench Schedules -benchtime 300x ./suites/simulation | tee $$dir/sim.txt; \
+	echo "bench: envtest scale, N=$(BENCH_N)"; \
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v \
+	  -args -n=$(BENCH_N) -manager=$(BIN)/manager -figures=$$dir/scale.json | tee $$dir/scale.txt; \
+	$(BIN)/gauntlet bench table --out $$dir --commit $$(git rev-parse --short HEAD) $$dir/unit.txt $$dir/sim.txt --figures $$dir/scale.json; \
+	cat $$dir/BENCHMARKS.md; \
+	echo "compare with the committed table: $(BIN)/gauntlet bench compare docs/BENCHMARKS.md $$dir"; \
+	echo "make it the committed table: cp $$dir/BENCHMARKS.md $$dir/benchmarks.json docs/"
 
 ##@ Images (need a Docker engine; ci/docker-engine.sh starts one on a bare machine)
 

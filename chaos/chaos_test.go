@@ -147,17 +147,18 @@ func TestReport(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
 	rep := &Report{Seed: 42, Started: time.Now(), Results: []*Result{
-		{Run: &Run{Scenario: "ok", Seed: 1, Experiment: "PodChaos/pod-kill"}, Figures: Figures{Operations: 900, Linearizable: "Ok", TimeToDegraded: time.Second, TimeToAvailable: -1}},
+		{Run: &Run{Scenario: "ok", Seed: 1, Experiment: "PodChaos/pod-kill"}, Figures: Figures{Operations: 900, Linearizable: "Ok", TimeToDegraded: time.Second, DegradedClears: 2500 * time.Millisecond, TimeToAvailable: -1,
+			OpsDuringFault: 1450, FaultFreeOps: 1600}},
 		{Run: &Run{Scenario: "bad", Seed: 2}, Violations: []string{"3 acknowledged writes lost"}, Artifacts: "x/bad"},
 		{Run: &Run{Scenario: "netem", Skipped: "the node kernel lacks netem"}},
-		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, TimeToAvailable: 0}},
+		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, DegradedClears: -1, TimeToAvailable: 0}},
 	}}
 	g.Expect(rep.Failed()).To(BeTrue())
 	g.Expect(rep.Write(dir)).To(Succeed())
 	sum, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | never | 0s | 0s | 900 | 0 | Ok |"),
-		ContainSubstring("| no-ledger | passed | PodChaos/pod-kill | never | 0s | — | — | — | — | — |"),
+	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | 2.5s | never | 0s | 0s | 1450 / 1600 (91%) | 900 | 0 | Ok |"),
+		ContainSubstring("| no-ledger | passed | PodChaos/pod-kill | never | never | 0s | — | — | — | — | — | — |"),
 		ContainSubstring("**bad failed** (replay with seed 2"), ContainSubstring("**netem skipped:** the node kernel lacks netem")))
 	raw, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
 	g.Expect(err).NotTo(HaveOccurred())

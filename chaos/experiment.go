@@ -12,6 +12,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -55,8 +56,11 @@ const (
 
 // Experiment is one fault, ready to create.
 type Experiment struct {
-	// Object is the PodChaos or NetworkChaos to create.
+	// Object is the PodChaos or NetworkChaos to create; nil for a fault
+	// the harness makes itself (Harness).
 	Object client.Object
+	// Harness is a fault made without Chaos Mesh, such as a node stopped.
+	Harness *HarnessFault
 	// Targets are the pods whose injection Chaos Mesh must report.
 	Targets []Pods
 	// Needs lists the kernel features the fault relies on.
@@ -66,11 +70,32 @@ type Experiment struct {
 	NetworkRules bool
 }
 
+// HarnessFault is a fault the harness injects and recovers itself.
+type HarnessFault struct {
+	// Name names the fault in logs, like a chaos object's name.
+	Name string
+	// Kind is what the report calls it, e.g. "Node/stop".
+	Kind string
+	// Inject makes the fault; it returns once the fault is in force.
+	Inject func(ctx context.Context) error
+	// Recover undoes it; it returns once every target is back in the
+	// fault-free state the harness can tell (a node's container running).
+	Recover func(ctx context.Context) error
+}
+
 // Name is the chaos object's name.
-func (e *Experiment) Name() string { return e.Object.GetName() }
+func (e *Experiment) Name() string {
+	if e.Harness != nil {
+		return e.Harness.Name
+	}
+	return e.Object.GetName()
+}
 
 // Kind is the chaos object's kind and action, e.g. "PodChaos/pod-kill".
 func (e *Experiment) Kind() string {
+	if e.Harness != nil {
+		return e.Harness.Kind
+	}
 	switch o := e.Object.(type) {
 	case *chaosv1alpha1.PodChaos:
 		return "PodChaos/" + string(o.Spec.Action)

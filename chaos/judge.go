@@ -35,21 +35,30 @@ type Budget struct {
 // Figures are what a scenario measured. Durations are -1 when the event
 // never happened.
 type Figures struct {
-	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from the chaos object's creation
+	TimeToDegraded    time.Duration `json:"timeToDegraded"`    // from injection (every target reported injected)
 	TimeToAvailable   time.Duration `json:"timeToAvailable"`   // from heal
 	WritesResumeAfter time.Duration `json:"writesResumeAfter"` // end of the longest write stall, from the chaos object's creation; 0 when writes never stalled
 	LongestWriteGap   time.Duration `json:"longestWriteGap"`
 	AvailableFalse    bool          `json:"availableFalseDuringFault"`
-	Operations        int           `json:"operationsChecked"`
-	AckedWrites       int           `json:"ackedWrites"`
-	AmbiguousWrites   int           `json:"ambiguousWrites"`
-	WritesLost        int           `json:"writesLost"`
-	Linearizable      string        `json:"linearizable"` // porcupine: Ok, Illegal, Unknown
-	PanicsDelta       float64       `json:"reconcilePanicsDelta"`
-	ErrorsDelta       float64       `json:"reconcileErrorsDelta"`
-	WorkqueueDepth    float64       `json:"workqueueDepthAfter"`
-	OperatorRestarts  int           `json:"operatorRestarts"`
-	UnstableObjects   []string      `json:"unstableObjects,omitempty"`
+	// DegradedClears is from the moment every targeted pod was ready again
+	// after the heal to Degraded=False (-1: not measured, as the pods or
+	// the condition never got there).
+	DegradedClears time.Duration `json:"degradedClears,omitempty"`
+	Operations     int           `json:"operationsChecked"`
+	// OpsDuringFault are the operations acknowledged from injection to
+	// heal; FaultFreeOps what the workload's rate before the fault
+	// request gives over the same length (0: no baseline).
+	OpsDuringFault   int      `json:"opsDuringFault,omitempty"`
+	FaultFreeOps     int      `json:"faultFreeOps,omitempty"`
+	AckedWrites      int      `json:"ackedWrites"`
+	AmbiguousWrites  int      `json:"ambiguousWrites"`
+	WritesLost       int      `json:"writesLost"`
+	Linearizable     string   `json:"linearizable"` // porcupine: Ok, Illegal, Unknown
+	PanicsDelta      float64  `json:"reconcilePanicsDelta"`
+	ErrorsDelta      float64  `json:"reconcileErrorsDelta"`
+	WorkqueueDepth   float64  `json:"workqueueDepthAfter"`
+	OperatorRestarts int      `json:"operatorRestarts"`
+	UnstableObjects  []string `json:"unstableObjects,omitempty"`
 }
 
 // Check is one judged figure: what was measured, what the budget allows,

@@ -129,9 +129,19 @@ func (r *Report) Write(dir string) error {
 
 // String is the figures on one line, for progress logs.
 func (f *Figures) String() string {
-	return fmt.Sprintf("Degraded after %s, Available %s after the heal, writes resumed after %s (longest gap %s); %d ops checked (%d acked, %d ambiguous writes), %d lost, linearizable: %s; operator restarts %d, reconcile errors +%v, panics +%v",
-		FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.AckedWrites, f.AmbiguousWrites,
+	return fmt.Sprintf("Degraded after %s (cleared %s after the targets were back), Available %s after the heal, writes resumed after %s (longest gap %s); ops during the fault / fault-free %s; %d ops checked (%d acked, %d ambiguous writes), %d lost, linearizable: %s; operator restarts %d, reconcile errors +%v, panics +%v",
+		FormatDuration(f.TimeToDegraded), FormatDuration(f.DegradedClears), FormatDuration(f.TimeToAvailable), FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.FaultShare(), f.Operations, f.AckedWrites, f.AmbiguousWrites,
 		f.WritesLost, f.Linearizable, f.OperatorRestarts, f.ErrorsDelta, f.PanicsDelta)
+}
+
+// FaultShare prints the operations acknowledged during the fault against
+// the fault-free figure, "1450 / 1600 (91%)"; just the first without a
+// baseline.
+func (f *Figures) FaultShare() string {
+	if f.FaultFreeOps <= 0 {
+		return fmt.Sprint(f.OpsDuringFault)
+	}
+	return fmt.Sprintf("%d / %d (%.0f%%)", f.OpsDuringFault, f.FaultFreeOps, 100*float64(f.OpsDuringFault)/float64(f.FaultFreeOps))
 }
 
 // FormatDuration prints a figure rounded to 100ms; a negative one never
@@ -149,20 +159,21 @@ func FormatDuration(d time.Duration) string {
 func (r *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Chaos run (seed %d, %s)\n\n", r.Seed, r.Started.UTC().Format(time.RFC3339))
-	b.WriteString("| scenario | verdict | fault | to Degraded | to Available | writes resume | longest write gap | ops checked | writes lost | linearizable |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | verdict | fault | to Degraded | Degraded clears | to Available | writes resume | longest write gap | ops during fault / fault-free | ops checked | writes lost | linearizable |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		f := res.Figures
 		if res.Verdict() == Skipped {
-			fmt.Fprintf(&b, "| %s | skipped | %s | | | | | | | |\n", res.Scenario, res.Experiment)
+			fmt.Fprintf(&b, "| %s | skipped | %s | | | | | | | | | |\n", res.Scenario, res.Experiment)
 			continue
 		}
-		ledger := "| — | — | — | — | — |" // no write ledger: the scenario is judged on conditions and metrics
+		ledger := "| — | — | — | — | — | — |" // no write ledger: the scenario is judged on conditions and metrics
 		if f.Linearizable != "" {
-			ledger = fmt.Sprintf("| %s | %s | %d | %d | %s |", FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap), f.Operations, f.WritesLost, f.Linearizable)
+			ledger = fmt.Sprintf("| %s | %s | %s | %d | %d | %s |", FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap),
+				f.FaultShare(), f.Operations, f.WritesLost, f.Linearizable)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s %s\n", res.Scenario, res.Verdict(), res.Experiment,
-			FormatDuration(f.TimeToDegraded), FormatDuration(f.TimeToAvailable), ledger)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s %s\n", res.Scenario, res.Verdict(), res.Experiment,
+			FormatDuration(f.TimeToDegraded), FormatDuration(f.DegradedClears), FormatDuration(f.TimeToAvailable), ledger)
 	}
 	for _, res := range r.Results {
 		switch res.Verdict() {

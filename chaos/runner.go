@@ -130,6 +130,11 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	exp, err := s.Fault(ctx, rng)
+	if skip := (SkipError{}); errors.As(err, &skip) {
+		run.Skipped = skip.Reason
+		r.logf("%s: skipped: %s", s.Name, skip.Reason)
+		return run
+	}
 	if err != nil {
 		run.fail("resolving the fault's targets: %v", err)
 		return run
@@ -146,14 +151,29 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	}
 
 	defer r.cleanup(ctx, exp, run)
+	if h := exp.Harness; h != nil {
+		// A harness fault is undone even when the run stops early: a node
+		// left stopped would spoil every later scenario.
+		recovered := false
+		undo := h.Recover
+		h.Recover = func(ctx context.Context) error {
+			recovered = true
+			return undo(ctx)
+		}
+		defer func() {
+			if !recovered {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+				defer cancel()
+				if err := undo(ctx); err != nil {
+					run.fail("cleanup: undoing %s: %v", run.Experiment, err)
+				}
+			}
+		}()
+	}
 
 	t0 := time.Now()
 	run.Phases.Requested = t0
-	if err := r.Client.Create(ctx, exp.Object); err != nil {
-		run.fail("creating %s %s: %v", run.Experiment, exp.Name(), err)
-		return run
-	}
-	if err := r.waitInjected(ctx, exp); err != nil {
+	if err := r.inject(ctx, exp); err != nil {
 		run.fail("%v", err)
 		return run
 	}
@@ -202,6 +222,16 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	return run
 }
 
+// SkipError is what a scenario's Fault returns when the fault cannot be made
+// on this cluster (no node to stop, say): the scenario is skipped with the
+// reason, not failed.
+type SkipError struct{ Reason string }
+
+func (e SkipError) Error() string { return e.Reason }
+
+// Skip returns a SkipError.
+func Skip(reason string) error { return SkipError{Reason: reason} }
+
 // waitInjected polls the chaos object until AllInjected is True and every
 // target pod has a record in phase Injected.
 func (r *Runner) waitInjected(ctx context.Context, exp *Experiment) error {
@@ -233,7 +263,28 @@ func (r *Runner) waitInjected(ctx context.Context, exp *Experiment) error {
 // A one-shot fault (pod-kill, container-kill) has nothing to undo: Chaos
 // Mesh ignores the pause and keeps its records Injected, so it is deleted
 // at once, which its finalizer allows only after Chaos Mesh has processed it.
+// inject creates the chaos object and waits until Chaos Mesh reports every
+// target injected, or makes the harness's fault.
+func (r *Runner) inject(ctx context.Context, exp *Experiment) error {
+	if h := exp.Harness; h != nil {
+		if err := h.Inject(ctx); err != nil {
+			return fmt.Errorf("injecting %s %s: %w", h.Kind, h.Name, err)
+		}
+		return nil
+	}
+	if err := r.Client.Create(ctx, exp.Object); err != nil {
+		return fmt.Errorf("creating %s %s: %w", exp.Kind(), exp.Name(), err)
+	}
+	return r.waitInjected(ctx, exp)
+}
+
 func (r *Runner) recover(ctx context.Context, exp *Experiment) error {
+	if h := exp.Harness; h != nil {
+		if err := h.Recover(ctx); err != nil {
+			return fmt.Errorf("recovering from %s %s: %w", h.Kind, h.Name, err)
+		}
+		return nil
+	}
 	obj := exp.Object
 	if o, ok := obj.(interface{ IsOneShot() bool }); ok && o.IsOneShot() {
 		return r.deleteAndWait(ctx, obj)
@@ -332,6 +383,9 @@ func (r *Runner) cleanup(ctx context.Context, exp *Experiment, run *Run) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	t0 := time.Now()
+	if exp.Harness != nil {
+		return // undone by Run; no chaos object or rule to look for
+	}
 	if err := r.deleteAndWait(ctx, exp.Object); err != nil {
 		run.fail("cleanup: %v", err)
 	}

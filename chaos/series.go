@@ -95,6 +95,7 @@ type Observer struct {
 	ops    []OperatorSample
 	pods   []PodEvent
 	seen   map[string]podState
+	last   time.Time // the previous pod sample
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -202,7 +203,7 @@ func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
 		if st.ready {
 			ev = PodReady
 		}
-		o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: ev})
+		o.pods = append(o.pods, PodEvent{At: readyChanged(p, o.last, at), Pod: key, Event: ev})
 	}
 	if !first {
 		var gone []string
@@ -216,7 +217,28 @@ func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
 			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodDeleted})
 		}
 	}
-	o.seen = now
+	o.seen, o.last = now, at
+}
+
+// readyChanged is when the pod's readiness last changed, as its Ready
+// condition says, within (prev, at] when it says so (the kubelet's time,
+// to the second; this machine's clock): sampling alone would place the
+// change up to a sample later.
+func readyChanged(p *corev1.Pod, prev, at time.Time) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodReady || c.LastTransitionTime.IsZero() {
+			continue
+		}
+		t := c.LastTransitionTime.Time
+		switch {
+		case t.After(at):
+			return at
+		case !t.After(prev):
+			return prev.Add(time.Millisecond)
+		}
+		return t
+	}
+	return at
 }
 
 // String is a short description of the event, for logs.

@@ -55,6 +55,28 @@ func TestObserverRecordsPodChanges(t *testing.T) {
 	}), "the first sample is the baseline, not news")
 }
 
+func TestObserverTimesReadinessFromTheCondition(t *testing.T) {
+	g := NewWithT(t)
+	o := &Observer{}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	changed := func(p corev1.Pod, at time.Time) corev1.Pod {
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
+		return p
+	}
+	o.observePods(at(0), []corev1.Pod{pod("db-0", "a", 0, true), pod("db-1", "b", 0, true), pod("db-2", "c", 0, true)})
+	o.observePods(at(1000), []corev1.Pod{
+		changed(pod("db-0", "a", 0, false), at(400)),  // the kubelet's time, within the samples
+		changed(pod("db-1", "b", 0, false), at(-500)), // truncated to before the last sample
+		pod("db-2", "c", 0, false),                    // no time given
+	})
+	g.Expect(o.pods).To(Equal([]PodEvent{
+		{At: at(400), Pod: "db/db-0", Event: PodNotReady},
+		{At: at(1), Pod: "db/db-1", Event: PodNotReady},
+		{At: at(1000), Pod: "db/db-2", Event: PodNotReady},
+	}))
+}
+
 func TestSeriesFromLedger(t *testing.T) {
 	g := NewWithT(t)
 	start := time.Unix(2000, 0)

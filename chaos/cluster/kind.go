@@ -43,6 +43,9 @@ const (
 	// chaos tier and the gauntlet CLI.
 	DefaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
 	DefaultKindConfig = "fixtures/kind/single-node.yaml"
+	// MultiNodeKindConfig is a control plane and three workers, for
+	// scenarios that lose a node.
+	MultiNodeKindConfig = "fixtures/kind/multi-node.yaml"
 )
 
 // Options describe the cluster a suite runs on.
@@ -160,7 +163,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		err := c.provider.Create(o.Name, opts...)
 		if err == nil {
 			c.progress("created kind cluster %s in %s (kubeconfig %s)", o.Name, since(start), o.Kubeconfig)
-			return c, nil
+			if err = c.joinPodNetwork(ctx); err == nil {
+				return c, nil
+			}
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
 		c.progress("creating kind cluster %s failed after %s: %v", o.Name, since(start), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -125,16 +126,23 @@ func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Le
 	a := r.s.Spec.Assertions
 	ph := r.res.Phases
 	from := map[string]time.Time{scenario.FromRequested: ph.Requested, scenario.FromInjected: ph.Injected, scenario.FromHealed: ph.Healed}
+	recovered, back := recoveredAt(r.res.Series.Pods, r.targets, ph.Healed)
+	if back {
+		from[scenario.FromRecovered] = recovered
+	}
 	f := &r.res.Figures
-	f.TimeToDegraded, f.TimeToAvailable = -1, -1
+	f.TimeToDegraded, f.TimeToAvailable, f.DegradedClears = -1, -1, -1
 
 	// The conventional conditions' figures, for the summary, whether or
 	// not the file asserts them.
-	if t, ok := tl.First("Degraded", metav1.ConditionTrue, ph.Requested); ok {
-		f.TimeToDegraded = t.Sub(ph.Requested)
+	if t, ok := tl.First("Degraded", metav1.ConditionTrue, ph.Injected); ok {
+		f.TimeToDegraded = t.Sub(ph.Injected)
 	}
 	if t, ok := tl.First("Available", metav1.ConditionTrue, ph.Healed); ok {
 		f.TimeToAvailable = t.Sub(ph.Healed)
+	}
+	if t, ok := tl.First("Degraded", metav1.ConditionFalse, recovered); ok && back {
+		f.DegradedClears = t.Sub(recovered)
 	}
 	for _, ca := range a.Conditions {
 		c, err := r.conditionCheck(tl, ca, from)
@@ -228,6 +236,11 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 	}
 	c := chaos.Check{Kind: "condition", Name: fmt.Sprintf("%s=%s after %s", what, ca.Status, ca.After), Budget: "≤ " + ca.Within.Duration.String()}
 	t0, known := from[ca.After]
+	if ca.After == scenario.FromRecovered && !known {
+		c.Value = "-"
+		c.Violation = fmt.Sprintf("the fault's targets %v were not all ready again after the heal, so %s=%s cannot be timed from their recovery", r.targets, what, ca.Status)
+		return c, nil
+	}
 	if typ, status, ok := scenario.ConditionMoment(ca.After); ok && !known {
 		if t0, known = tl.First(typ, metav1.ConditionStatus(status), ph.Requested); !known {
 			c.Value = "-"
@@ -287,6 +300,38 @@ func everCEL(tl *chaos.Timeline, p program, want bool, from, to time.Time) bool 
 	return ok && !at.After(to)
 }
 
+// recoveredAt is when, after healed, every pod of targets was ready for
+// good (a pod replaced under the same name counts once its replacement
+// is), read from the observer's pod events: a pod that was ready at the
+// heal and stayed so counts from the heal.
+func recoveredAt(events []chaos.PodEvent, targets []chaos.Pods, healed time.Time) (time.Time, bool) {
+	at := healed
+	for _, t := range targets {
+		for _, name := range t.Names {
+			key := t.Namespace + "/" + name
+			ready, since := true, time.Time{} // pods are ready before a scenario's fault
+			for _, e := range events {
+				if e.Pod != key {
+					continue
+				}
+				switch e.Event {
+				case chaos.PodReady:
+					ready, since = true, e.At
+				case chaos.PodNotReady, chaos.PodDeleted, chaos.PodCreated:
+					ready = false
+				}
+			}
+			if !ready {
+				return time.Time{}, false
+			}
+			if since.After(at) {
+				at = since
+			}
+		}
+	}
+	return at, true
+}
+
 // workloadChecks verifies the data and bounds the workload's figures.
 func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error {
 	f := &r.res.Figures
@@ -315,7 +360,13 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 	}
 	r.res.Checks = append(r.res.Checks, c)
 
-	inj := r.res.Phases.Requested
+	ph := r.res.Phases
+	f.OpsDuringFault = ledger.Acknowledged(ph.Injected.Sub(ledger.Start), ph.Healed.Sub(ledger.Start))
+	if base := ph.Requested.Sub(ledger.Start); base >= time.Second {
+		rate := float64(ledger.Acknowledged(0, base)) / base.Seconds()
+		f.FaultFreeOps = int(math.Round(rate * ph.Healed.Sub(ph.Injected).Seconds()))
+	}
+	inj := ph.Requested
 	gap, resumed := ledger.LongestWriteGap(inj.Sub(ledger.Start), r.res.Phases.Converged.Sub(ledger.Start))
 	f.LongestWriteGap = gap
 	if gap >= writeStall {
@@ -329,6 +380,18 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		c := chaos.Check{Kind: "workload", Name: "writes resume after the fault", Value: chaos.FormatDuration(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
 		if f.WritesResumeAfter > wa.WritesResumeWithin.Duration {
 			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", chaos.FormatDuration(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
+		}
+		r.res.Checks = append(r.res.Checks, c)
+	}
+	if share := wa.MinFaultFreeShare; share != nil {
+		c := chaos.Check{Kind: "workload", Name: "operations during the fault, against a fault-free stretch as long",
+			Value: fmt.Sprintf("%d of %d", f.OpsDuringFault, f.FaultFreeOps), Budget: fmt.Sprintf("≥ %.0f%%", *share*100)}
+		switch {
+		case f.FaultFreeOps == 0:
+			c.Violation = "no fault-free rate was measured before the fault (the workload acknowledged nothing in its baseline)"
+		case float64(f.OpsDuringFault) < *share*float64(f.FaultFreeOps):
+			c.Violation = fmt.Sprintf("%d operations acknowledged during the fault, %.0f%% of the %d a fault-free stretch as long gives (at least %.0f%% needed)",
+				f.OpsDuringFault, 100*float64(f.OpsDuringFault)/float64(f.FaultFreeOps), f.FaultFreeOps, *share*100)
 		}
 		r.res.Checks = append(r.res.Checks, c)
 	}

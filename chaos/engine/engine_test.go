@@ -231,3 +231,34 @@ func TestCommandResult(t *testing.T) {
 	g.Expect(lastLine("", 10)).To(BeEmpty())
 	g.Expect(firstLine("bash -c n=0\nwhile true", 60)).To(Equal("bash -c n=0 …"))
 }
+
+func TestRecoveredAt(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	healed := at(10)
+	targets := []chaos.Pods{{Namespace: "db", Names: []string{"db-0", "db-1"}}}
+	ev := func(s int, pod, what string) chaos.PodEvent {
+		return chaos.PodEvent{At: at(s), Pod: "db/" + pod, Event: what}
+	}
+
+	got, ok := recoveredAt(nil, targets, healed)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(healed), "never unready: recovered at the heal")
+
+	events := []chaos.PodEvent{
+		ev(2, "db-0", chaos.PodDeleted), ev(2, "db-0", chaos.PodCreated), ev(13, "db-0", chaos.PodReady),
+		ev(3, "db-1", chaos.PodNotReady), ev(8, "db-1", chaos.PodReady),
+		ev(4, "db-2", chaos.PodNotReady), // not a target
+	}
+	got, ok = recoveredAt(events, targets, healed)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(at(13)), "the replacement of db-0 ready at 13; db-1 was ready before the heal")
+
+	got, ok = recoveredAt(append(events, ev(15, "db-1", chaos.PodNotReady), ev(17, "db-1", chaos.PodReady)), targets, healed)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(at(17)), "ready for good: a later flap moves the moment")
+
+	_, ok = recoveredAt(events[:2], targets, healed)
+	g.Expect(ok).To(BeFalse(), "db-0's replacement never ready")
+}

@@ -46,6 +46,10 @@ type RunOptions struct {
 // ScenarioSeed derives the seed of the i-th scenario from the run's.
 func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
 
+// defaultBaseline is how long the etcd-kv workload runs before the fault
+// is requested, to measure its fault-free rate.
+const defaultBaseline = 10 * time.Second
+
 // writeStall is the shortest stretch without an acknowledged write that
 // counts as writes having stopped: longer than one failover of the
 // workload's clients (a 750 ms timeout on a member being replaced, then the
@@ -108,10 +112,12 @@ type run struct {
 	// workload command's role is resolved in it too, so that "a pod the
 	// fault spares" means the fault's own choice.
 	faultRoles *resolution
-	command    chan commandResult
-	kv         workload.KV
-	res        *chaos.Result
-	closer     []func()
+	// targets are the pods the fault was aimed at.
+	targets []chaos.Pods
+	command chan commandResult
+	kv      workload.KV
+	res     *chaos.Result
+	closer  []func()
 }
 
 func (r *run) fail(format string, args ...any) *chaos.Result {
@@ -153,6 +159,9 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadEtcdKV {
 		if load, err = r.startEtcdKV(ctx, w, seed); err != nil {
 			return r.fail("starting the workload: %v", err)
+		}
+		if err := r.baseline(ctx, w); err != nil {
+			return r.fail("%v", err)
 		}
 	}
 	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadCommand {
@@ -332,7 +341,66 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experime
 			return nil, err
 		}
 	}
-	return build(r.s.Metadata.Name, f, target, peer, addrs)
+	var exp *chaos.Experiment
+	if f.Action == scenario.ActionNodeLoss {
+		exp, err = r.nodeLoss(ctx, target)
+	} else {
+		exp, err = build(r.s.Metadata.Name, f, target, peer, addrs)
+	}
+	if err == nil {
+		r.targets = exp.Targets
+	}
+	return exp, err
+}
+
+// nodeLoss stops the nodes the target pods run on for the hold, then
+// starts them again. Only the nodes of a kind cluster the harness made are
+// its to stop, and never a control plane (the API server would go too):
+// on the single-node cluster the scenario is skipped.
+func (r *run) nodeLoss(ctx context.Context, target chaos.Pods) (*chaos.Experiment, error) {
+	if r.e.Cluster == nil || r.e.Cluster.Existing {
+		return nil, chaos.Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
+	}
+	var nodes []string
+	for _, name := range target.Names {
+		var p corev1.Pod
+		if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: name}, &p); err != nil {
+			return nil, err
+		}
+		var n corev1.Node
+		if err := r.e.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
+		}
+		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
+			return nil, chaos.Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
+		}
+		if !slices.Contains(nodes, n.Name) {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	cl := r.e.Cluster
+	return &chaos.Experiment{
+		Targets: []chaos.Pods{target},
+		Harness: &chaos.HarnessFault{
+			Name: r.s.Metadata.Name,
+			Kind: "Node/stop",
+			Inject: func(ctx context.Context) error {
+				for _, n := range nodes {
+					if err := cl.StopNode(ctx, n); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			Recover: func(ctx context.Context) error {
+				var errs []error
+				for _, n := range nodes {
+					errs = append(errs, cl.StartNode(ctx, n))
+				}
+				return errors.Join(errs...)
+			},
+		},
+	}, nil
 }
 
 // build makes the experiment of a fault on resolved targets: a partition
@@ -423,6 +491,23 @@ const workloadOpTimeout = 750 * time.Millisecond
 
 // startEtcdKV opens a tunnel to each pod of the endpoints role and starts
 // the key-value workload through them.
+// baseline lets the workload run fault-free for the scenario's baseline
+// before the fault is requested: its rate there is what the operations
+// during the fault are compared with.
+func (r *run) baseline(ctx context.Context, w *scenario.Workload) error {
+	d := defaultBaseline
+	if w.Baseline != nil {
+		d = w.Baseline.Duration
+	}
+	r.e.logf("%s: workload running fault-free for %s (baseline)", r.s.Metadata.Name, d)
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted during the workload's baseline: %w", ctx.Err())
+	case <-time.After(d):
+		return nil
+	}
+}
+
 func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
 	pods, err := r.roles.pods(ctx, w.Endpoints.Role)
 	if err != nil {

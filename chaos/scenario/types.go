@@ -174,12 +174,16 @@ const (
 	ActionBandwidth     = "bandwidth"
 	ActionDelay         = "delay"
 	ActionLoss          = "loss"
+	// ActionNodeLoss stops the node of each target pod for the hold and
+	// starts it again (the harness does it, not Chaos Mesh; a kind cluster
+	// with workers only).
+	ActionNodeLoss = "node-loss"
 )
 
 // Actions lists every fault action, in the docs' order.
-var Actions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss}
+var Actions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss, ActionNodeLoss}
 
-// Fault is one Chaos Mesh experiment on a role's pods.
+// Fault is one Chaos Mesh experiment on a role's pods, or a node-loss.
 type Fault struct {
 	Action string `json:"action"`
 	// Target is the role whose pods the fault hits.
@@ -233,6 +237,10 @@ type Workload struct {
 	Keys    int `json:"keys,omitempty"`
 	// Command runs in the first pod of a role (kind command).
 	Command *Command `json:"command,omitempty"`
+	// Baseline is how long etcd-kv runs before the fault is requested
+	// (default 10s): the fault-free rate the operations during the fault
+	// are compared with.
+	Baseline *metav1.Duration `json:"baseline,omitempty"`
 }
 
 // Endpoints are a role's pods on a port.
@@ -253,6 +261,9 @@ const (
 	FromRequested = "requested" // the chaos object was created
 	FromInjected  = "injected"  // Chaos Mesh reported every target injected
 	FromHealed    = "healed"    // every target recovered, the object gone
+	// FromRecovered is when, after the heal, every pod the fault targeted
+	// was ready again (a killed pod: its replacement of the same name).
+	FromRecovered = "recovered"
 )
 
 // conditionMoment is the fourth kind of moment, "<Type>=<Status>": when,
@@ -286,8 +297,9 @@ type Assertions struct {
 }
 
 // ConditionAssertion is a condition of the resource that must turn up in
-// time (Status within Within of After: requested, injected, healed, or
-// "<Type>=<Status>", the moment a condition first had a status), or that
+// time (Status within Within of After: requested, injected, healed,
+// recovered, or "<Type>=<Status>", the moment a condition first had a
+// status), or that
 // must never be Never while the fault holds. Type names a status condition; CEL is an expression over
 // the object instead.
 type ConditionAssertion struct {
@@ -320,4 +332,9 @@ type WorkloadAssertions struct {
 	WritesResumeWithin metav1.Duration `json:"writesResumeWithin,omitempty"`
 	// MinOperations is the least number of operations checked.
 	MinOperations int `json:"minOperations,omitempty"`
+	// MinFaultFreeShare is the least share (0–1] of operations acknowledged
+	// while the fault holds, against what the fault-free baseline rate
+	// gives over the same length: 0.5 asks a partition to cost the workload
+	// at most half its throughput.
+	MinFaultFreeShare *float64 `json:"minFaultFreeShare,omitempty"`
 }

@@ -398,14 +398,17 @@ func (c *checker) workload(w *Workload, roles map[string]Role) {
 				c.at(p+".command.command", "required: the command and its arguments")
 			}
 		}
-		if w.Endpoints != nil || w.Clients != 0 || w.Keys != 0 {
-			c.at(p, "endpoints, clients and keys apply to etcd-kv only")
+		if w.Endpoints != nil || w.Clients != 0 || w.Keys != 0 || w.Baseline != nil {
+			c.at(p, "endpoints, clients, keys and baseline apply to etcd-kv only")
 		}
 	default:
 		c.at(p+".kind", "%q: want %s or %s", w.Kind, WorkloadEtcdKV, WorkloadCommand)
 	}
 	if w.Clients < 0 || w.Keys < 0 {
 		c.at(p, "clients and keys cannot be negative")
+	}
+	if w.Baseline != nil && w.Baseline.Duration < time.Second {
+		c.at(p+".baseline", "%s: at least 1s, to measure a fault-free rate", w.Baseline.Duration)
 	}
 }
 
@@ -433,8 +436,8 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 			if ca.Within.Duration <= 0 {
 				c.at(cp+".within", "required: how long after %q the condition may take", ca.After)
 			}
-			if _, _, ok := ConditionMoment(ca.After); !ok && !slices.Contains([]string{FromRequested, FromInjected, FromHealed}, ca.After) {
-				c.at(cp+".after", "%q: want requested, injected, healed, or <Type>=<Status> such as Available=False", ca.After)
+			if _, _, ok := ConditionMoment(ca.After); !ok && !slices.Contains([]string{FromRequested, FromInjected, FromHealed, FromRecovered}, ca.After) {
+				c.at(cp+".after", "%q: want requested, injected, healed, recovered, or <Type>=<Status> such as Available=False", ca.After)
 			}
 		}
 	}
@@ -459,6 +462,14 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 		}
 		if w.MinOperations < 0 {
 			c.at(p+".workload.minOperations", "%d cannot be negative", w.MinOperations)
+		}
+		if s := w.MinFaultFreeShare; s != nil {
+			switch {
+			case *s <= 0 || *s > 1:
+				c.at(p+".workload.minFaultFreeShare", "%v: want a share in (0, 1]", *s)
+			case sp.Workload != nil && sp.Workload.Kind != WorkloadEtcdKV:
+				c.at(p+".workload.minFaultFreeShare", "needs the etcd-kv workload, which measures a fault-free rate")
+			}
 		}
 	}
 }

@@ -314,6 +314,18 @@ type Bucket struct {
 	P50, Max time.Duration
 }
 
+// Acknowledged counts the operations acknowledged (reads and writes with
+// outcome OK) that returned in [from, to), offsets from the ledger's start.
+func (l *Ledger) Acknowledged(from, to time.Duration) int {
+	n := 0
+	for _, op := range l.Ops {
+		if op.Outcome == OK && op.Return >= from.Nanoseconds() && op.Return < to.Nanoseconds() {
+			n++
+		}
+	}
+	return n
+}
+
 // Buckets splits the ledger into windows of width from its start, each
 // operation counted in the window where it returned, up to the last
 // operation's return.

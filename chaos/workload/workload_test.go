@@ -199,3 +199,19 @@ func TestBuckets(t *testing.T) {
 	g.Expect(bs[21]).To(Equal(Bucket{Errors: 1, P50: 2 * time.Second, Max: 2 * time.Second}), "an ambiguous write counts where it gave up")
 	g.Expect((&Ledger{}).Buckets(time.Second)).To(BeNil())
 }
+
+func TestAcknowledged(t *testing.T) {
+	g := NewWithT(t)
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	l := &Ledger{Ops: []Op{
+		{Kind: KindPut, Outcome: OK, Return: ms(10)},
+		{Kind: KindGet, Outcome: OK, Return: ms(100)},
+		{Kind: KindPut, Outcome: Ambiguous, Return: ms(150)},
+		{Kind: KindGet, Outcome: Failed, Return: ms(160)},
+		{Kind: KindPut, Outcome: OK, Return: ms(199)},
+		{Kind: KindPut, Outcome: OK, Return: ms(200)},
+	}}
+	g.Expect(l.Acknowledged(0, time.Second)).To(Equal(4))
+	g.Expect(l.Acknowledged(100*time.Millisecond, 200*time.Millisecond)).To(Equal(2), "from inclusive, to exclusive; only OK counts")
+	g.Expect(l.Acknowledged(time.Second, 2*time.Second)).To(Equal(0))
+}

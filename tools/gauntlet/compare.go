@@ -45,9 +45,11 @@ type figure struct {
 
 var compared = []figure{
 	{name: "to Degraded", dur: func(f *chaos.Figures) time.Duration { return f.TimeToDegraded }},
+	{name: "Degraded clears", dur: func(f *chaos.Figures) time.Duration { return f.DegradedClears }},
 	{name: "to Available", dur: func(f *chaos.Figures) time.Duration { return f.TimeToAvailable }},
 	{name: "writes resume", dur: func(f *chaos.Figures) time.Duration { return f.WritesResumeAfter }},
 	{name: "longest write gap", dur: func(f *chaos.Figures) time.Duration { return f.LongestWriteGap }},
+	{name: "ops during fault", num: func(f *chaos.Figures) float64 { return float64(f.OpsDuringFault) }},
 	{name: "ops checked", num: func(f *chaos.Figures) float64 { return float64(f.Operations) }},
 	{name: "writes lost", num: func(f *chaos.Figures) float64 { return float64(f.WritesLost) }},
 	{name: "reconcile errors", num: func(f *chaos.Figures) float64 { return f.ErrorsDelta }},

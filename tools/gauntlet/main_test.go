@@ -78,7 +78,7 @@ func TestSelectScenarios(t *testing.T) {
 	f := &runFlags{}
 	all, err := f.names()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(all).To(HaveLen(13), "the reference operator's scenario files, by default in a checkout")
+	g.Expect(all).To(HaveLen(14), "the reference operator's scenario files, by default in a checkout")
 	got, err := selectFrom(all, []string{"*-partition", "leader-pod-kill", "minority-partition"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal([]string{"leader-pod-kill", "leader-partition", "minority-partition"}), "in the files' order, once each")

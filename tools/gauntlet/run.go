@@ -42,6 +42,7 @@ type runFlags struct {
 	kubeconfig                 string
 	nodeImage, kindConfig      string
 	keep, buildImages, verbose bool
+	multiNode                  bool
 	chaosController            string
 	chaosDaemon, pause         string
 	timeout                    time.Duration
@@ -81,6 +82,8 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
 	fs.StringVar(&f.nodeImage, "node-image", getenv("GAUNTLET_NODE_IMAGE", cluster.DefaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
 	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
+	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster ("+cluster.MultiNodeKindConfig+": a control plane and three workers, for node-loss scenarios) instead of the single-node default")
+	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
@@ -179,6 +182,9 @@ func (f *runFlags) validate() error {
 			return usagef("--kubeconfig: %w", err)
 		}
 		return nil
+	}
+	if f.multiNode {
+		f.kindConfig = cluster.MultiNodeKindConfig
 	}
 	if _, err := os.Stat(f.kindConfig); err != nil && !filepath.IsAbs(f.kindConfig) {
 		// A path relative to the repository, from anywhere in it.

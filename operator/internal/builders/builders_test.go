@@ -103,7 +103,7 @@ func TestStatefulSet(t *testing.T) {
 		period, timeout, failures int32
 	}{
 		{"startup", ctr.StartupProbe, "/livez", 1, 2, 180},
-		{"readiness", ctr.ReadinessProbe, "/readyz", 1, 2, 5},
+		{"readiness", ctr.ReadinessProbe, "/readyz", 1, 1, 2},
 		{"liveness", ctr.LivenessProbe, "/livez", 10, 5, 6},
 	} {
 		g.Expect(*p.probe.HTTPGet.Path).To(Equal(p.path), p.name)
@@ -113,6 +113,13 @@ func TestStatefulSet(t *testing.T) {
 		g.Expect(*p.probe.FailureThreshold).To(Equal(p.failures), p.name)
 	}
 	g.Expect(*ctr.VolumeMounts[0].MountPath).To(Equal(DataMountPath))
+	spread := sts.Spec.Template.Spec.TopologySpreadConstraints
+	g.Expect(spread).To(HaveLen(1))
+	g.Expect(*spread[0].MaxSkew).To(Equal(int32(1)))
+	g.Expect(*spread[0].TopologyKey).To(Equal("kubernetes.io/hostname"))
+	g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule), "one member per node, not a preference")
+	g.Expect(*spread[0].NodeTaintsPolicy).To(Equal(corev1.NodeInclusionPolicyHonor), "a tainted control plane is not a domain")
+	g.Expect(spread[0].LabelSelector.MatchLabels).To(Equal(SelectorLabels(c)), "counts this cluster's members only")
 	g.Expect(*ctr.EnvFrom[0].ConfigMapRef.Name).To(Equal(MembersConfigMapName(c)), "the initial cluster comes from the ConfigMap, not the template")
 	g.Expect(*ctr.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
 	g.Expect((*ctr.Resources.Limits)[corev1.ResourceMemory]).To(Equal(resource.MustParse("512Mi")))
