@@ -526,7 +526,9 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 	// One client per member, failing over between them like an etcd client
 	// with every endpoint: a member cut off from the leader refuses at once
 	// (RequireLeader) or times out within OpTimeout, and is then avoided for
-	// a second, so the workload measures etcd, not its own waiting.
+	// a second, doubling up to 8 s while it keeps failing and probed by one
+	// operation at a time, so the workload measures etcd, not its own
+	// waiting.
 	var replicas []workload.KV
 	for _, ep := range endpoints {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
@@ -537,7 +539,7 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 		r.closer = append(r.closer, func() { _ = cli.Close() })
 		replicas = append(replicas, workload.EtcdKV{Client: cli, RequireLeader: true})
 	}
-	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second}
+	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second, MaxBackoff: 8 * time.Second}
 	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
 		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
 	r.closer = append(r.closer, func() { load.Stop() })

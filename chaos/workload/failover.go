@@ -8,23 +8,34 @@ import (
 
 // Failover spreads operations over several replicas of one store, each
 // reached on its own, the way a client that fails over does: an operation
-// goes to the next replica in turn that has not failed within Backoff, and
-// a replica that errs (refuses, times out) is avoided for Backoff. A
-// replica cut off from the others then costs one failed operation per
-// Backoff, instead of one in every len(Replicas) operations for as long as
-// the fault lasts. Failed writes stay ambiguous in the ledger: Failover
-// never retries an operation.
+// goes to the next replica in turn that is not being avoided. A replica
+// that errs (refuses, times out) is avoided for Backoff, doubled after each
+// failure in a row up to MaxBackoff; once that has passed, one operation
+// alone probes it (the others keep avoiding it until the probe ends), and a
+// success makes it a replica like the others again. A replica cut off from
+// the others for a long fault then costs one failed operation every
+// MaxBackoff, not one per client every Backoff. Failed writes stay
+// ambiguous in the ledger: Failover never retries an operation.
 type Failover struct {
 	// Replicas are the same store reached through different members.
 	Replicas []KV
-	// Backoff is how long a replica that failed is avoided (default 1s).
-	Backoff time.Duration
+	// Backoff is how long a replica that failed once is avoided (default
+	// 1s); MaxBackoff bounds its doubling (default 8×Backoff).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
-	mu       sync.Mutex
-	next     int
-	failedAt []time.Time
+	mu    sync.Mutex
+	next  int
+	state []replicaState
+}
+
+// replicaState is how a replica has fared.
+type replicaState struct {
+	failedAt time.Time // the last failure; zero when the last operation succeeded
+	failures int       // failures in a row
+	probing  bool      // an operation is probing it after its backoff
 }
 
 func (f *Failover) now() time.Time {
@@ -34,30 +45,50 @@ func (f *Failover) now() time.Time {
 	return time.Now()
 }
 
-// pick is the replica for the next operation: the next in turn that has not
-// failed within Backoff or, when every one has, the one that failed first.
+// backoff is how long a replica that failed n times in a row is avoided.
+func (f *Failover) backoff(n int) time.Duration {
+	base := f.Backoff
+	if base == 0 {
+		base = time.Second
+	}
+	ceiling := f.MaxBackoff
+	if ceiling == 0 {
+		ceiling = 8 * base
+	}
+	d := base
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// pick is the replica for the next operation: the next in turn that is
+// healthy or due a probe or, when none is, the one that failed first (an
+// operation is never refused by the client itself).
 func (f *Failover) pick() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.Replicas)
-	if f.failedAt == nil {
-		f.failedAt = make([]time.Time, n)
-	}
-	backoff := f.Backoff
-	if backoff == 0 {
-		backoff = time.Second
+	if f.state == nil {
+		f.state = make([]replicaState, n)
 	}
 	now := f.now()
 	for k := range n {
 		i := (f.next + k) % n
-		if f.failedAt[i].IsZero() || now.Sub(f.failedAt[i]) >= backoff {
-			f.next = i + 1
-			return i
+		st := &f.state[i]
+		switch {
+		case st.failedAt.IsZero():
+		case st.probing || now.Sub(st.failedAt) < f.backoff(st.failures):
+			continue
+		default:
+			st.probing = true
 		}
+		f.next = i + 1
+		return i
 	}
 	oldest := 0
 	for i := range n {
-		if f.failedAt[i].Before(f.failedAt[oldest]) {
+		if f.state[i].failedAt.Before(f.state[oldest].failedAt) {
 			oldest = i
 		}
 	}
@@ -69,10 +100,13 @@ func (f *Failover) pick() int {
 func (f *Failover) done(i int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	st := &f.state[i]
+	st.probing = false
 	if err != nil {
-		f.failedAt[i] = f.now()
+		st.failedAt = f.now()
+		st.failures++
 	} else {
-		f.failedAt[i] = time.Time{}
+		*st = replicaState{}
 	}
 }
 

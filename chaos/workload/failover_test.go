@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,6 +62,67 @@ func TestFailoverAvoidsAFailedReplicaForItsBackoff(t *testing.T) {
 	_, _, found, err := f.GetAt(ctx, "k", 1)
 	g.Expect(err).NotTo(HaveOccurred(), "GetAt asks the next replica when one refuses")
 	g.Expect(found).To(BeTrue())
+}
+
+// blocking is a replica whose operations hang until released, then refuse:
+// a member whose node is gone, probed by one operation at a time.
+type blocking struct {
+	cutOff
+	release chan struct{}
+}
+
+func (b *blocking) Put(ctx context.Context, k, v string) (int64, error) {
+	<-b.release
+	return b.cutOff.Put(ctx, k, v)
+}
+
+func TestFailoverBacksOffLongerAndProbesWithOneOperation(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	store, bad := newMemKV(), &blocking{release: make(chan struct{})}
+	f := &Failover{Replicas: []KV{store, bad}, Backoff: time.Second, MaxBackoff: 4 * time.Second, Now: clock}
+	ctx := t.Context()
+	close(bad.release)
+	put := func() { _, _ = f.Put(ctx, "k", "v") }
+
+	// Failures in a row: avoided 1 s, then 2 s, then 4 s (the ceiling).
+	put()
+	put()
+	g.Expect(bad.calls.Load()).To(BeEquivalentTo(1), "the first failure")
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		before := bad.calls.Load()
+		advance(wait - time.Millisecond)
+		for range 4 {
+			put()
+		}
+		g.Expect(bad.calls.Load()).To(Equal(before), "avoided for %s after %d failures", wait, before)
+		advance(time.Millisecond)
+		for range 4 {
+			put()
+		}
+		g.Expect(bad.calls.Load()).To(Equal(before+1), "probed once when %s have passed", wait)
+	}
+
+	// While a probe hangs, every other operation avoids the replica.
+	bad.release = make(chan struct{})
+	advance(4 * time.Second)
+	probe := make(chan struct{})
+	go func() { defer close(probe); put() }()
+	g.Eventually(func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.state[1].probing }).Should(BeTrue())
+	calls := bad.calls.Load()
+	for range 10 {
+		put()
+	}
+	g.Expect(bad.calls.Load()).To(Equal(calls), "one probe at a time")
+	close(bad.release)
+	<-probe
+
+	// A success clears the record.
+	f.done(1, nil)
+	g.Expect(f.state[1]).To(Equal(replicaState{}))
 }
 
 func TestFailoverWhenEveryReplicaFailed(t *testing.T) {

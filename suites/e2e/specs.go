@@ -237,9 +237,36 @@ func Update(ctx context.Context, in SpecInput, c *dbv1.DatabaseCluster, mutate f
 func CreateSpec(ctx context.Context, t *testing.T, in SpecInput) *dbv1.DatabaseCluster {
 	c := reference.NewCluster(in.Namespace, "db").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
 	CreateCluster(ctx, t, in, c)
+	ExpectMembersSpread(ctx, t, in, c)
 	WriteKeys(ctx, t, in, c, "create", 100)
 	ExpectKeys(ctx, t, in, c, "create", 100)
 	return c
+}
+
+// ExpectMembersSpread checks that the members run on as many nodes as
+// there are members or schedulable nodes, whichever is fewer: one per
+// worker on the multi-node cluster (so that losing a node costs one
+// member), all on the one node of the single-node cluster.
+func ExpectMembersSpread(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	nodes := &corev1.NodeList{}
+	g.Expect(in.Env.Client.List(ctx, nodes)).To(Succeed())
+	schedulable := 0
+	for _, n := range nodes.Items {
+		if !n.Spec.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule }) {
+			schedulable++
+		}
+	}
+	pods := &corev1.PodList{}
+	g.Expect(in.Env.Client.List(ctx, pods, client.InNamespace(in.Namespace), client.MatchingLabels(operator.SelectorLabels(c)))).To(Succeed())
+	on := map[string][]string{}
+	for _, p := range pods.Items {
+		on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p.Name)
+	}
+	want := min(len(pods.Items), schedulable)
+	g.Expect(on).To(HaveLen(want), "%d members on %d schedulable nodes should take %d nodes; they are on %v", len(pods.Items), schedulable, want, on)
+	t.Logf("%d members on %d of %d schedulable nodes: %v", len(pods.Items), len(on), schedulable, on)
 }
 
 // ScaleSpec: 3→5→3 with the data intact and no learner left; a scale-down
