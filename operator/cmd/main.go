@@ -43,6 +43,7 @@ type options struct {
 	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	maxConcurrentReconciles int
@@ -75,12 +76,13 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses $KUBECONFIG, then the in-cluster config.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's /debug/pprof endpoints bind to (for profiling, as the scale benchmark does); empty or \"0\" serves none.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica of the manager reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the manager's namespace.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 1, "How many DatabaseClusters are reconciled in parallel (1..64).")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", builders.DefaultClusterDomain, "DNS suffix of Services in this cluster, used in member peer and client URLs.")
-	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Sustained queries per second to the API server.")
-	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	fs.Float64Var(&o.qps, "kube-api-qps", -1, "Sustained queries per second to the API server; -1 (the default, as controller-runtime's) turns client-side rate limiting off and leaves the API server's priority and fairness to queue the operator's requests.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server, when --kube-api-qps is positive.")
 	fs.StringVar(&o.backupImage, "backup-image", "", "Image the backup Jobs run (it must hold /backup); empty uses the manager's own image, read from its pod (POD_NAME, POD_NAMESPACE).")
 	fs.BoolVar(&o.memberAPI, "etcd-member-api", true, "Read member health from etcd's own API; false infers it from pod readiness alone (for simulated pods, as in the envtest benchmark).")
 	fs.BoolVar(&o.webhooks.enabled, "enable-webhooks", true, "Serve the validating webhook (with a self-managed certificate).")
@@ -108,8 +110,8 @@ func parseFlags(args []string) (options, error) {
 	if o.maxConcurrentReconciles < 1 || o.maxConcurrentReconciles > 64 {
 		return o, fmt.Errorf("--max-concurrent-reconciles must be between 1 and 64, got %d", o.maxConcurrentReconciles)
 	}
-	if o.qps <= 0 || o.burst < 1 {
-		return o, fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %v and %d", o.qps, o.burst)
+	if (o.qps <= 0 && o.qps != -1) || o.burst < 1 {
+		return o, fmt.Errorf("--kube-api-qps must be positive, or -1 for no client-side limit, and --kube-api-burst at least 1, got %v and %d", o.qps, o.burst)
 	}
 	if o.clusterDomain == "" {
 		return o, fmt.Errorf("--cluster-domain must not be empty")
@@ -158,16 +160,19 @@ func run(o options) error {
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certDir}),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "gauntlet-operator.database.gauntlet.dev",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
 		// Only what the operator manages is cached: member and Job pods,
 		// members ConfigMaps, snapshot claims, snapshot and restore Jobs.
+		// Pods and Jobs are never applied, so their managed fields (a
+		// third of a pod's size) are dropped from the cache.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   {Label: managed},
+			&corev1.Pod{}:                   {Label: managed, Transform: cache.TransformStripManagedFields()},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&corev1.PersistentVolumeClaim{}: {Label: managed},
-			&batchv1.Job{}:                  {Label: managed},
+			&batchv1.Job{}:                  {Label: managed, Transform: cache.TransformStripManagedFields()},
 			&batchv1.CronJob{}:              {Label: managed},
 		}},
 	})

@@ -41,8 +41,13 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 	s.membersObserved = true
 
 	switch {
+	case r.Dialer == nil && s.statefulSet != nil && s.statefulSet.Status.ReadyReplicas > int32(countTrue(ready)):
+		// Health comes from pod readiness, which the StatefulSet watch
+		// reports; but the pod cache can lag behind the StatefulSet's (seen
+		// at 1000 clusters on envtest): the StatefulSet says more pods are
+		// ready than the cache shows, and no later event would come.
+		return ctrl.Result{RequeueAfter: PodCacheLagRecheck}, nil
 	case r.Dialer == nil:
-		// Health comes from pod readiness, which the StatefulSet watch reports.
 		return ctrl.Result{}, nil
 	case healthyCount(s.members) < len(s.members):
 		return ctrl.Result{RequeueAfter: degradedRecheck(s.cluster.Status.Conditions, r.now())}, nil
@@ -136,6 +141,16 @@ func mergeMembers(c *dbv1.DatabaseCluster, podReady map[string]bool, list []etcd
 	}
 	sort.Slice(extra, func(i, j int) bool { return extra[i].Name < extra[j].Name })
 	return append(out, extra...)
+}
+
+func countTrue(m map[string]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 func healthyCount(members []dbv1.MemberStatus) int {

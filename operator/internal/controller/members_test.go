@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
@@ -29,6 +34,44 @@ func TestDegradedRecheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(degradedRecheck(tc.conds, now)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestObserveMembersWithoutAPIWaitsForALaggingPodCache(t *testing.T) {
+	pod := func(name string, ready bool) corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
+	}
+	for _, tc := range []struct {
+		name       string
+		stsReady   int32
+		readyPods  int
+		noSet      bool
+		wantResult ctrl.Result
+	}{
+		{"the cache shows what the StatefulSet counts", 3, 3, false, ctrl.Result{}},
+		{"pods still starting", 1, 1, false, ctrl.Result{}},
+		{"the StatefulSet counts more ready pods than the cache shows", 3, 1, false, ctrl.Result{RequeueAfter: PodCacheLagRecheck}},
+		{"no StatefulSet yet", 0, 0, true, ctrl.Result{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}, Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To[int32](3)}}
+			s := newScope(c)
+			if !tc.noSet {
+				s.statefulSet = &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{ReadyReplicas: tc.stsReady}}
+			}
+			for i := range 3 {
+				s.pods = append(s.pods, pod(fmt.Sprintf("db-%d", i), i < tc.readyPods))
+			}
+			res, err := (&Reconciler{}).observeMembers(t.Context(), s)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res).To(Equal(tc.wantResult))
+			g.Expect(s.membersObserved).To(BeTrue())
 		})
 	}
 }

@@ -59,6 +59,9 @@ const (
 	// DegradedRecheckInterval re-reads member health after that, while a
 	// member stays unhealthy.
 	DegradedRecheckInterval = 10 * time.Second
+	// PodCacheLagRecheck looks again when, without etcd's API, the
+	// StatefulSet counts more ready pods than the pod cache shows yet.
+	PodCacheLagRecheck = time.Second
 	// ForeignChildRecheckInterval retries after a user removes a conflicting object.
 	ForeignChildRecheckInterval = 2 * time.Minute
 	// SnapshotPollInterval checks on a final snapshot that is still in progress.
