@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errFailedRun), errors.Is(err, errInvalidFiles):
+	case errors.Is(err, errFailedRun), errors.Is(err, errInvalidFiles), errors.Is(err, errRegressed):
 		return 1
 	case errors.As(err, &ue) || isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command"):
 		_, _ = fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -84,7 +84,7 @@ junit.xml in its folder.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
-	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd(), newValidateCmd())
+	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd(), newValidateCmd(), newBenchCmd())
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	}
