@@ -58,6 +58,9 @@ func Explore(ctx context.Context, t Target, first uint64, n int, o Options) (*Re
 				}
 				seed := first + uint64(i)
 				res, err := runDifferential(ctx, t, Generate(seed, cfg), o, base)
+				if res != nil {
+					o.Tally.add(res.Notes)
+				}
 				if err == nil && res.Violation == nil {
 					continue
 				}
@@ -114,6 +117,7 @@ func Check(tb testing.TB, t Target, o CheckOptions) int {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		o.Tally.add(res.Notes)
 		if res.Violation != nil {
 			tb.Fatalf("%s", FormatFailure(res, replayCommand(tb, o.Package, res)))
 		}

@@ -17,7 +17,10 @@
 // consecutive seeds share an input script (Config.FaultVariants) so that
 // Explore runs each script's fault-free twin once. A
 // failing schedule is shrunk to a minimal set of faults, printed with its
-// trace and a one-line replay command.
+// trace and a one-line replay command. A target may Note what a run reached
+// (a failure while a change was in flight, say); a Tally adds the notes up
+// over the explored seeds, so a test can show its coverage from the
+// simulator's own records.
 //
 // Nothing here knows about a particular operator. A Target supplies the
 // scheme, the watches (what wakes the controller), a fresh reconciler on

@@ -37,6 +37,28 @@ type World struct {
 	// API is the underlying fake API (no events, reads through the fake's
 	// serialisation): for the rare read that must bypass the view.
 	API client.WithWatch
+
+	notes map[string]int
+	logf  func(format string, args ...any)
+}
+
+// Logf adds a line to the run's trace: what a world step or perturbation
+// did beyond what the trace shows by itself (a fault it fired on its own).
+func (w *World) Logf(format string, args ...any) {
+	if w.logf != nil {
+		w.logf("      "+format, args...)
+	}
+}
+
+// Note records that something worth counting happened in this run (a
+// member failed while a scale was in flight, say): the run's Result carries
+// the counts, and Explore adds them to Options.Tally, so that a test can
+// show from the simulator's own records which situations its seeds reached.
+func (w *World) Note(label string) {
+	if w.notes == nil {
+		w.notes = map[string]int{}
+	}
+	w.notes[label]++
 }
 
 // viewClient reads from the runner's current in-memory view and writes
@@ -69,6 +91,10 @@ type Options struct {
 	// SettlePasses bounds liveness: once the faults stop, the system must
 	// settle within this many rounds (30 by default).
 	SettlePasses int
+	// Tally, when set, receives the notes (World.Note) of every schedule
+	// Explore and Check run: of its run with faults, not of the fault-free
+	// twin, so each seed counts once.
+	Tally *Tally
 }
 
 func (o Options) settlePasses() int {
@@ -105,6 +131,8 @@ type Result struct {
 	End map[string]map[string]any
 	// Perturbations names the target's perturbations, for Describe.
 	Perturbations []string
+	// Notes counts what the run noted (World.Note), by label.
+	Notes map[string]int
 }
 
 type requestKey = client.ObjectKey
@@ -182,7 +210,7 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 	r.events = 1 // no view yet
 	view := &viewClient{r: r}
 	view.Client = &eventingClient{Client: r.fake, emit: r.onChange, current: view}
-	r.world = &World{Client: view, API: r.fake}
+	r.world = &World{Client: view, API: r.fake, logf: r.logf}
 	hooks, err := t.Setup(ctx, r.world)
 	if err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
@@ -196,6 +224,8 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 		return nil, err
 	}
 
+	// Whatever the outcome, the result carries what the run noted so far.
+	defer func() { res.Notes = r.world.notes }()
 	for i, a := range s.Actions {
 		v, err := r.step(ctx, i, a)
 		if err != nil {

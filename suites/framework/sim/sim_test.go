@@ -246,3 +246,51 @@ func TestExploreFindsAndShrinksACrashOnlyBug(t *testing.T) {
 	g.Expect(FormatFailure(shrunk, "replay")).To(ContainSubstring("minimal faults (1)"))
 	g.Expect(errors.Is(ErrCrashed, ErrCrashed)).To(BeTrue())
 }
+
+func TestExploreTalliesWhatRunsNote(t *testing.T) {
+	g := NewWithT(t)
+	target := toyTarget(t)
+	target.Name = "toy-noting"
+	inner := target.Setup
+	target.Setup = func(ctx context.Context, w *World) (*Hooks, error) {
+		h, err := inner(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		h.Perturbations = []Perturbation{{Name: "note", Apply: func(context.Context, uint64) (string, error) {
+			w.Note("perturbed")
+			return "noted", nil
+		}}}
+		return h, nil
+	}
+	// (Almost) no faults: the toy's bug needs one, and exploring must not
+	// stop early.
+	cfg := Config{FaultRate: 1e-9}
+	tally := &Tally{}
+	failure, ran, err := Explore(t.Context(), target, 1, 40, Options{Config: cfg, Tally: tally})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(failure).To(BeNil())
+	g.Expect(ran).To(Equal(40))
+
+	// Each seed counts once, whatever number of times it noted.
+	cfg.Perturbations = 1
+	perturbed, perturbations := 0, 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		n := 0
+		for _, a := range Generate(seed, cfg).Actions {
+			if a.Kind == Perturb {
+				n++
+			}
+		}
+		if n > 0 {
+			perturbed++
+		}
+		perturbations += n
+	}
+	g.Expect(perturbed).To(BeNumerically(">", 0))
+	g.Expect(tally.Runs()).To(Equal(40))
+	g.Expect(tally.Schedules("perturbed")).To(Equal(perturbed))
+	g.Expect(tally.Times("perturbed")).To(Equal(perturbations))
+	g.Expect(tally.Schedules("never noted")).To(BeZero())
+	g.Expect(tally.String()).To(ContainSubstring("perturbed"))
+}
