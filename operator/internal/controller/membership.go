@@ -33,11 +33,14 @@ import (
 //	move leader to Y         V              Y a healthy voter
 //	replace pod (upgrade)    V              every member healthy, none pending
 //
-// quorum(V) = V/2+1 (see etcd.Quorum for the tolerance table). A step whose
-// rule does not hold is not taken: the pass requeues and Progressing says
-// why. The StatefulSet follows the membership: it has one pod per member
-// ordinal, so it grows only after a learner is registered and shrinks only
-// after the member is gone.
+// quorum(V) = V/2+1 (see etcd.Quorum for the tolerance table). Every change
+// to the voters (promote, remove) also needs healthy >= quorum(V) before it:
+// without that there is no leader to commit it and etcd refuses it (with an
+// even V the rules above alone would let one through: 2 of 4 healthy, an
+// unhealthy member removed). A step whose rule does not hold is not taken:
+// the pass requeues and Progressing says why. The StatefulSet follows the
+// membership: it has one pod per member ordinal, so it grows only after a
+// learner is registered and shrinks only after the member is gone.
 
 // Requeue intervals of membership changes, which no watch reports.
 const (
@@ -266,6 +269,9 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 		case healthy+1 < etcd.Quorum(voters+1):
 			return wait(dbv1.ReasonWaitingForQuorum, "promoting %s would leave %d healthy of %d voters, below quorum %d",
 				l.name, healthy+1, voters+1, etcd.Quorum(voters+1))
+		case healthy < etcd.Quorum(voters):
+			return wait(dbv1.ReasonWaitingForQuorum, "promoting %s: only %d of %d voters healthy, quorum is %d",
+				l.name, healthy, voters, etcd.Quorum(voters))
 		}
 		err := s.memberCall("promoting "+l.name, func(cl etcd.Client) error { return cl.Promote(ctx, l.ID) })
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
@@ -293,6 +299,10 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 			return wait(dbv1.ReasonWaitingForQuorum, "replacing %s: removing it would leave %d healthy of %d voters, below quorum %d",
 				m.name, healthy, voters-1, etcd.Quorum(voters-1))
 		}
+		if healthy < etcd.Quorum(voters) {
+			return wait(dbv1.ReasonWaitingForQuorum, "replacing %s: only %d of %d voters healthy, quorum is %d",
+				m.name, healthy, voters, etcd.Quorum(voters))
+		}
 		if err := s.memberCall("removing "+m.name, func(cl etcd.Client) error { return cl.Remove(ctx, m.ID) }); err != nil {
 			return members, ctrl.Result{}, err
 		}
@@ -307,9 +317,15 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 		if x.Healthy {
 			after--
 		}
-		if !bug(BugUnsafeScaleDown) && (voters-1 < 1 || after < etcd.Quorum(voters-1)) {
-			return wait(dbv1.ReasonWaitingForQuorum, "removing %s would leave %d healthy of %d voters, below quorum %d",
-				x.name, after, voters-1, etcd.Quorum(voters-1))
+		if !bug(BugUnsafeScaleDown) {
+			switch {
+			case voters-1 < 1 || after < etcd.Quorum(voters-1):
+				return wait(dbv1.ReasonWaitingForQuorum, "removing %s would leave %d healthy of %d voters, below quorum %d",
+					x.name, after, voters-1, etcd.Quorum(voters-1))
+			case healthy < etcd.Quorum(voters):
+				return wait(dbv1.ReasonWaitingForQuorum, "removing %s: only %d of %d voters healthy, quorum is %d",
+					x.name, healthy, voters, etcd.Quorum(voters))
+			}
 		}
 		if x.Leader {
 			to := -1
