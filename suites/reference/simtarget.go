@@ -37,12 +37,18 @@ type SimOptions struct {
 	// WithoutBackups leaves spec.backup unset, and with it the backup runs,
 	// their perturbation and their invariants.
 	WithoutBackups bool
-	// Replicas is the cluster's size, 3 when zero. A cluster of 1 or 2
-	// tolerates no member down: it is not scaled (the webhook would refuse
-	// most steps, and a roll the operator must refuse would make the end
-	// state depend on timing), so member failures, deleted and unready pods,
-	// image changes, backups and deletion reach it.
+	// Replicas is the cluster's size, 3 when zero. A cluster of 3 or more
+	// is scaled between 3 and 5 (from 5 the first scale shrinks it). A
+	// cluster of 1 or 2 tolerates no member down: it is not scaled (the
+	// webhook would refuse most steps, and a roll the operator must refuse
+	// would make the end state depend on timing), so member failures,
+	// deleted and unready pods, image changes, backups and deletion reach it.
 	Replicas int32
+	// MidChangeFailures arms a member failure with every scale, image
+	// change and lost volume, which the world fires while the change is in
+	// flight: every schedule with a change then combines it with a failure.
+	// Without it only the member-fails-mid-change perturbation arms one.
+	MidChangeFailures bool
 }
 
 // Images the image-change perturbation chooses from.
@@ -98,6 +104,13 @@ type simWorld struct {
 	readyBefore int
 	// quorumBefore: etcd had a quorum of healthy voters after the last step.
 	quorumBefore bool
+	// replacing maps the members whose volume was lost to the ID they had,
+	// until a new healthy voter holds the name (see inFlight).
+	replacing map[string]uint64
+	// armed is a member failure waiting for a change in flight;
+	// midChangeFailures arms one with every change (SimOptions).
+	armed             *armedFailure
+	midChangeFailures bool
 }
 
 const simNamespace = "sim"
@@ -122,6 +135,7 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 	sw := &simWorld{
 		w: w, key: client.ObjectKeyFromObject(c), etcd: operator.NewFakeEtcd(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), intent: *c.Spec.DeepCopy(),
+		replacing: map[string]uint64{}, midChangeFailures: o.MidChangeFailures,
 	}
 	sw.backups = newSimBackups(w, sw.key, sw.clock.Now)
 	sw.snapshots = &FakeSnapshotter{now: sw.clock.Now}
@@ -144,8 +158,8 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 		Roots: func(ctx context.Context) ([]reconcile.Request, error) {
 			return []reconcile.Request{{NamespacedName: sw.key}}, nil
 		},
-		World:         []framework.EnvStep{sw.tick, sw.sts.Step, sw.processes.Step, sw.backups.Step, sw.collectGarbage},
-		Perturbations: sw.perturbations(!o.WithoutMemberAPI && o.Replicas == 0),
+		World:         []framework.EnvStep{sw.tick, sw.fireArmed, sw.sts.Step, sw.processes.Step, sw.backups.Step, sw.collectGarbage},
+		Perturbations: sw.perturbations(!o.WithoutMemberAPI && operator.FaultTolerance(int(*c.Spec.Replicas)) > 0),
 		Heal:          sw.heal,
 		Invariants:    sw.invariants(),
 		Converged:     sw.converged,
@@ -239,21 +253,27 @@ func (sw *simWorld) perturbations(membershipChanges bool) []sim.Perturbation {
 		// differential oracle would flag the timing, not a bug. The unit
 		// tier replays 3→5→3→1→3 step by step instead.
 		{Name: "scale", Apply: func(ctx context.Context, choice uint64) (string, error) {
-			return sw.updateSpec(ctx, func(s *dbv1.DatabaseClusterSpec) {
+			return sw.changeSpec(ctx, choice, func(s *dbv1.DatabaseClusterSpec) {
 				to := int32(3 + 2*(choice%2))
 				s.Replicas = &to
 			})
 		}},
 		{Name: "image", Apply: func(ctx context.Context, choice uint64) (string, error) {
-			return sw.updateSpec(ctx, func(s *dbv1.DatabaseClusterSpec) { s.Image = simImages[choice%uint64(len(simImages))] })
+			return sw.changeSpec(ctx, choice, func(s *dbv1.DatabaseClusterSpec) { s.Image = simImages[choice%uint64(len(simImages))] })
 		}},
-		{Name: "pod-unready", Apply: func(_ context.Context, choice uint64) (string, error) {
+		{Name: "pod-unready", Apply: func(ctx context.Context, choice uint64) (string, error) {
 			pod := fmt.Sprintf("db-%d", choice%sw.members())
+			if err := sw.noteFailure(ctx, pod); err != nil {
+				return "", err
+			}
 			sw.sts.SetReady(false, simNamespace, pod)
 			return pod + " fails its readiness probe", nil
 		}},
-		{Name: "member-fails", Apply: func(_ context.Context, choice uint64) (string, error) {
+		{Name: "member-fails", Apply: func(ctx context.Context, choice uint64) (string, error) {
 			name := fmt.Sprintf("db-%d", choice%sw.members())
+			if err := sw.noteFailure(ctx, name); err != nil {
+				return "", err
+			}
 			// etcd's /readyz fails with the member, and with it the pod's
 			// readiness probe.
 			sw.processes.Fail(name, true)
@@ -262,6 +282,9 @@ func (sw *simWorld) perturbations(membershipChanges bool) []sim.Perturbation {
 		}},
 		{Name: "pod-deleted", Apply: func(ctx context.Context, choice uint64) (string, error) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: simNamespace, Name: fmt.Sprintf("db-%d", choice%sw.members())}}
+			if err := sw.noteFailure(ctx, pod.Name); err != nil {
+				return "", err
+			}
 			if err := sw.w.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return "", err
 			}
@@ -280,8 +303,11 @@ func (sw *simWorld) perturbations(membershipChanges bool) []sim.Perturbation {
 			for _, p := range pods {
 				running[p.Name] = p.DeletionTimestamp.IsZero() && framework.PodReady(&p) && sw.processes.Probe(&p)
 			}
-			voters := 0
+			voters, id := 0, uint64(0)
 			for _, m := range sw.etcd.Members() {
+				if m.Name == name {
+					id = m.ID
+				}
 				if m.IsLearner || !m.Healthy || !running[m.Name] {
 					return "no-op: a member is not healthy", nil
 				}
@@ -301,8 +327,10 @@ func (sw *simWorld) perturbations(membershipChanges bool) []sim.Perturbation {
 			if err := sw.w.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return "", err
 			}
-			return name + " lost its volume and was deleted", nil
+			sw.replacing[name] = id
+			return sw.armWithChange(choice, name+" lost its volume and was deleted"), nil
 		}},
+		sw.midChangePerturbation(),
 		{Name: "delete-cluster", Apply: func(ctx context.Context, choice uint64) (string, error) {
 			// Rare: only one choice in four deletes, so most runs keep a cluster.
 			if sw.deleted || choice%4 != 0 {
@@ -340,6 +368,7 @@ func (sw *simWorld) heal(context.Context) error {
 	}
 	sw.processes.HealAll()
 	sw.backups.heal()
+	sw.armed = nil
 	return nil
 }
 

@@ -17,8 +17,9 @@ import (
 const seeds = 150
 
 func TestSimulation(t *testing.T) {
-	ran := sim.Check(t, reference.SimTarget(reference.SimOptions{}), sim.CheckOptions{Seeds: seeds, Package: "./suites/simulation"})
-	t.Logf("%d schedules, each with its fault-free twin, and no invariant broken", ran)
+	tally := &sim.Tally{}
+	ran := sim.Check(t, reference.SimTarget(reference.SimOptions{}), sim.CheckOptions{Seeds: seeds, Package: "./suites/simulation", Options: sim.Options{Tally: tally}})
+	t.Logf("%d schedules, each with its fault-free twin, and no invariant broken; what the runs noted: %s", ran, tally)
 }
 
 // TestSimulationEventsOnly: the operator without member-health polling
@@ -33,14 +34,24 @@ func TestSimulationEventsOnly(t *testing.T) {
 // TestSimulationSmallClusters: clusters of one and two members, which
 // tolerate no member down, through failed members, deleted and unready pods,
 // image changes (which the operator must refuse to roll), failed backups and
-// deletion, with every fault.
+// deletion, with every fault; each image change arms a member failure that
+// fires while the refused upgrade is pending (MidChangeFailures). Member
+// failures must reach them: counted from what the runs noted, in at least
+// minCombined schedules per size.
 func TestSimulationSmallClusters(t *testing.T) {
 	for _, n := range []int32{1, 2} {
 		t.Run(fmt.Sprintf("%d-member", n), func(t *testing.T) {
-			target := reference.SimTarget(reference.SimOptions{Replicas: n})
+			tally := &sim.Tally{}
+			target := reference.SimTarget(reference.SimOptions{Replicas: n, MidChangeFailures: true})
 			target.Name = fmt.Sprintf("databasecluster-%d-member", n)
-			ran := sim.Check(t, target, sim.CheckOptions{Seeds: seeds / 3, Package: "./suites/simulation"})
+			ran := sim.Check(t, target, sim.CheckOptions{Seeds: seeds / 3, Package: "./suites/simulation", Options: sim.Options{Tally: tally}})
 			t.Logf("%d schedules on a %d-member cluster, no invariant broken", ran, n)
+			for _, label := range []string{reference.NoteFailureOfSize(n), reference.NoteFailureDuring(reference.OpRefusedUpgrade)} {
+				t.Logf("%-55s %4d schedule(s), %4d time(s)", label, tally.Schedules(label), tally.Times(label))
+			}
+			if got := tally.Schedules(reference.NoteFailureOfSize(n)); tally.Runs() >= seeds/3 && got < minCombined {
+				t.Errorf("a member of the %d-member cluster failed in %d of %d schedules, want at least %d", n, got, tally.Runs(), minCombined)
+			}
 		})
 	}
 }
