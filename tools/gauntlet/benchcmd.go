@@ -24,7 +24,7 @@ func newBenchCmd() *cobra.Command {
 }
 
 func newBenchTableCmd() *cobra.Command {
-	var out, commit string
+	var out, commit, note string
 	var figures []string
 	cmd := &cobra.Command{
 		Use:   "table [GO-TEST-BENCH-OUTPUT...]",
@@ -38,7 +38,7 @@ benchmarks.json into --out. 'make bench' runs it.`,
 			if out == "" {
 				return usagef("--out is required")
 			}
-			t := bench.Table{Time: time.Now(), Commit: commit, Machine: bench.ThisMachine()}
+			t := bench.Table{Time: time.Now(), Commit: commit, Note: note, Machine: bench.ThisMachine()}
 			for _, path := range args {
 				f, err := os.Open(path)
 				if err != nil {
@@ -71,6 +71,7 @@ benchmarks.json into --out. 'make bench' runs it.`,
 	cmd.Flags().StringVar(&out, "out", "", "folder to write BENCHMARKS.md and benchmarks.json into")
 	cmd.Flags().StringArrayVar(&figures, "figures", nil, "a JSON list of figures to add (repeatable)")
 	cmd.Flags().StringVar(&commit, "commit", "", "the commit measured, shown in the table")
+	cmd.Flags().StringVar(&note, "note", "", "a sentence shown above the table (what else ran on the machine, where figures come from)")
 	return cmd
 }
 

@@ -26,7 +26,7 @@ func TestBenchTableAndCompare(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("wrote 3 figures"))
 	md, err := os.ReadFile(filepath.Join(a, bench.MarkdownName))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(md)).To(ContainSubstring("| unit.BenchmarkReconcileConverged ns/op | 250 µs/op | — |"))
+	g.Expect(string(md)).To(ContainSubstring("| unit.BenchmarkReconcileConverged time/op | 250 µs/op | — |"))
 	g.Expect(string(md)).To(ContainSubstring("| envtest scale: reconcile p99 (N=200) | 90.0 ms | ≤ 100 ms (met) |"))
 
 	// The same figures compare clean; a slower reconcile is a regression.
@@ -40,7 +40,7 @@ func TestBenchTableAndCompare(t *testing.T) {
 	g.Expect(code).To(Equal(0), errOut)
 	code, out, _ = gauntlet("bench", "compare", a, b)
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(MatchRegexp(`unit.BenchmarkReconcileConverged ns/op\s+250 µs/op\s+300 µs/op\s+\+20.0%\s+REGRESSION`))
+	g.Expect(out).To(MatchRegexp(`unit.BenchmarkReconcileConverged time/op\s+250 µs/op\s+300 µs/op\s+\+20.0%\s+REGRESSION`))
 	code, _, _ = gauntlet("bench", "compare", "--threshold", "0.25", a, b)
 	g.Expect(code).To(Equal(0))
 

@@ -38,14 +38,14 @@ func TestParseGoTest(t *testing.T) {
 	}
 	g.Expect(figs).To(HaveLen(6))
 	// The median of three runs, in µs.
-	g.Expect(byName["unit.BenchmarkReconcileConverged ns/op"]).To(Equal(Figure{
-		Name: "unit.BenchmarkReconcileConverged ns/op", Value: 120, Unit: "µs/op", Better: LowerIsBetter}))
+	g.Expect(byName["unit.BenchmarkReconcileConverged time/op"]).To(Equal(Figure{
+		Name: "unit.BenchmarkReconcileConverged time/op", Value: 120, Unit: "µs/op", Better: LowerIsBetter}))
 	g.Expect(byName["unit.BenchmarkReconcileConverged allocs/op"].Value).To(Equal(610.0))
 	g.Expect(byName["unit.BenchmarkReconcileConverged writes/op"].Value).To(Equal(0.0))
 	sched := byName["simulation.BenchmarkSchedules schedules/min"]
 	g.Expect(sched.Value).To(Equal(1200.0))
 	g.Expect(sched.Better).To(Equal(HigherIsBetter))
-	g.Expect(byName["simulation.BenchmarkSchedules ns/op"].Value).To(Equal(50000.0))
+	g.Expect(byName["simulation.BenchmarkSchedules time/op"].Value).To(Equal(50000.0))
 }
 
 func TestParseGoTestRefusesBrokenLines(t *testing.T) {
@@ -58,6 +58,7 @@ func sampleTable() Table {
 	return Table{
 		Time:    time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC),
 		Commit:  "abc1234",
+		Note:    "Measured while the machine was busy.",
 		Machine: Machine{CPU: "Test CPU", Cores: 2, MemoryGB: "24 GiB", Go: "go1.26.0", OS: "linux/amd64"},
 		Figures: []Figure{
 			{Name: "envtest scale: reconcile p99", Value: 80, Unit: "ms", Better: LowerIsBetter, Note: "N=200", Goal: &Goal{Value: 100, Source: "issue 16"}},
@@ -72,7 +73,7 @@ func TestWriteMarkdown(t *testing.T) {
 	var b bytes.Buffer
 	g.Expect(WriteMarkdown(&b, sampleTable())).To(Succeed())
 	machine := "Test CPU, 2 cores, 24 GiB, go1.26.0, linux/amd64"
-	g.Expect(b.String()).To(Equal("# Benchmarks\n\nMeasured 2026-11-25T09:30:00Z at commit abc1234 by `make bench`.\n\n" +
+	g.Expect(b.String()).To(Equal("# Benchmarks\n\nMeasured 2026-11-25T09:30:00Z at commit abc1234 by `make bench`.\n\nMeasured while the machine was busy.\n\n" +
 		"| figure | value | goal | machine |\n|---|---|---|---|\n" +
 		"| envtest scale: reconcile p99 (N=200) | 80.0 ms | ≤ 100 ms (met), issue 16 | " + machine + " |\n" +
 		"| envtest scale: time to converge (N=1000) | 150 s | ≤ 120 s (**not met**), issue 16 | " + machine + " |\n" +

@@ -46,7 +46,7 @@ func ParseGoTest(r io.Reader, fileName string) ([]Figure, error) {
 	figs := make([]Figure, 0, len(order))
 	for _, k := range order {
 		val, unit := scaleUnit(median(values[k]), k.unit)
-		name := fmt.Sprintf("%s %s", k.name, k.unit)
+		name := fmt.Sprintf("%s %s", k.name, figureUnitName(k.unit))
 		figs = append(figs, Figure{Name: name, Value: val, Unit: unit, Better: betterFor(k.unit), Goal: goTestGoals[name]})
 	}
 	return figs, nil
@@ -64,6 +64,15 @@ func goBenchName(r *benchfmt.Result) string {
 		name = pkg[strings.LastIndexByte(pkg, '/')+1:] + "." + name
 	}
 	return name
+}
+
+// figureUnitName names a figure by what it measures: time/op for ns/op,
+// whose value is shown in µs.
+func figureUnitName(unit string) string {
+	if unit == "ns/op" {
+		return "time/op"
+	}
+	return unit
 }
 
 // scaleUnit turns ns/op into µs, one unit for every run so that tables compare.

@@ -70,10 +70,13 @@ func (m Machine) String() string {
 
 // Table is every figure of one run.
 type Table struct {
-	Time    time.Time `json:"time"`
-	Commit  string    `json:"commit,omitempty"`
-	Machine Machine   `json:"machine"`
-	Figures []Figure  `json:"figures"`
+	Time   time.Time `json:"time"`
+	Commit string    `json:"commit,omitempty"`
+	// Note says anything a reader needs to weigh the figures (for example
+	// what else ran on the machine).
+	Note    string   `json:"note,omitempty"`
+	Machine Machine  `json:"machine"`
+	Figures []Figure `json:"figures"`
 }
 
 // JSONName and MarkdownName are the file names of a table in a run's folder.
@@ -92,6 +95,9 @@ func WriteMarkdown(w io.Writer, t Table) error {
 		fmt.Fprintf(&b, " at commit %s", t.Commit)
 	}
 	fmt.Fprintf(&b, " by `make bench`.\n\n")
+	if t.Note != "" {
+		fmt.Fprintf(&b, "%s\n\n", t.Note)
+	}
 	fmt.Fprintf(&b, "| figure | value | goal | machine |\n|---|---|---|---|\n")
 	machine := escape(t.Machine.String())
 	for _, f := range t.Figures {
