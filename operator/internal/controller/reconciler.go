@@ -22,6 +22,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -105,6 +106,8 @@ type Reconciler struct {
 
 	// applied remembers children found to match what the operator applies.
 	applied appliedCache
+	// announced remembers the condition statuses events have announced.
+	announced announcedConditions
 }
 
 // +kubebuilder:rbac:groups=database.gauntlet.dev,resources=databaseclusters,verbs=get;list;watch;update;patch
@@ -132,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	c := &dbv1.DatabaseCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.announced.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := newScope(c)

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -167,4 +168,38 @@ func TestMergeMembers(t *testing.T) {
 	g.Expect(mergeMembers(c, map[string]bool{"db-1": true}, nil, false, o)).To(Equal([]dbv1.MemberStatus{
 		{Name: "db-0"}, {Name: "db-1", Healthy: true}, {Name: "db-2"},
 	}))
+}
+
+func TestAnnouncedConditionsAnnounceEachFlipOnce(t *testing.T) {
+	g := NewWithT(t)
+	c := &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid-1"}}
+	cond := func(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason}
+	}
+	bootstrapping := cond(dbv1.ConditionAvailable, metav1.ConditionFalse, dbv1.ReasonBootstrapping)
+	available := cond(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy)
+	var a announcedConditions
+
+	// A new cluster's first status is no news; a bad first status is.
+	g.Expect(a.flipped(c, bootstrapping, nil)).To(BeFalse())
+	g.Expect(a.flipped(c, cond(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonForeignChild), nil)).To(BeTrue())
+	// The flip is announced once, even when a stale read still shows the old status.
+	g.Expect(a.flipped(c, available, &bootstrapping)).To(BeTrue())
+	g.Expect(a.flipped(c, available, nil)).To(BeFalse())
+	g.Expect(a.flipped(c, available, &bootstrapping)).To(BeFalse())
+	lost := cond(dbv1.ConditionAvailable, metav1.ConditionFalse, dbv1.ReasonQuorumLost)
+	g.Expect(a.flipped(c, lost, &available)).To(BeTrue())
+
+	// A fresh reconciler compares with the status it reads.
+	var fresh announcedConditions
+	g.Expect(fresh.flipped(c, available, &available)).To(BeFalse())
+	g.Expect(fresh.flipped(c, lost, &available)).To(BeTrue())
+
+	// A cluster recreated under the same name starts over; a forgotten one too.
+	again := c.DeepCopy()
+	again.UID = "uid-2"
+	g.Expect(a.flipped(again, bootstrapping, nil)).To(BeFalse())
+	g.Expect(a.flipped(again, available, nil)).To(BeTrue())
+	a.forget(types.NamespacedName{Namespace: "ns", Name: "db"})
+	g.Expect(a.flipped(again, available, nil)).To(BeFalse())
 }
