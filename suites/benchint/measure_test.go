@@ -232,10 +232,9 @@ func cachedClient(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *r
 	return cl
 }
 
-// apiServerWrites reads the API server's own request-duration histogram
-// (every client: the manager and the harness) and returns the series of
-// writes: create, apply, patch and update.
-func apiServerWrites(ctx context.Context, cfg *rest.Config) (*dto.MetricFamily, error) {
+// apiServerRequests reads the API server's own request-duration histogram:
+// every client's requests, the manager's and the harness's.
+func apiServerRequests(ctx context.Context, cfg *rest.Config) (*dto.MetricFamily, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -253,15 +252,62 @@ func apiServerWrites(ctx context.Context, cfg *rest.Config) (*dto.MetricFamily, 
 	if mf == nil {
 		return nil, fmt.Errorf("the API server reports no apiserver_request_duration_seconds")
 	}
+	return mf, nil
+}
+
+// writesOf keeps the series of writes: create, apply, patch and update.
+func writesOf(mf *dto.MetricFamily) *dto.MetricFamily {
 	writes := &dto.MetricFamily{Name: mf.Name, Type: mf.Type}
 	for _, m := range mf.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "verb" && slices.Contains([]string{"APPLY", "PATCH", "POST", "PUT"}, l.GetValue()) {
-				writes.Metric = append(writes.Metric, m)
-			}
+		if slices.Contains([]string{"APPLY", "PATCH", "POST", "PUT"}, label(m, "verb")) {
+			writes.Metric = append(writes.Metric, m)
 		}
 	}
-	return writes, nil
+	return writes
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// requestTime is the API server's time on one kind of request.
+type requestTime struct {
+	request string
+	count   float64
+	seconds float64
+}
+
+// busiestRequests sums the API server's time by verb and resource, most
+// first, leaving out watches.
+func busiestRequests(mf *dto.MetricFamily, top int) []requestTime {
+	byKey := map[string]*requestTime{}
+	for _, m := range mf.GetMetric() {
+		if v := label(m, "verb"); v == "WATCH" || v == "CONNECT" {
+			continue // long-running: their time is their lifetime
+		}
+		key := label(m, "verb") + " " + label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
+			key += "/" + sub
+		}
+		rt := byKey[key]
+		if rt == nil {
+			rt = &requestTime{request: key}
+			byKey[key] = rt
+		}
+		rt.count += float64(m.GetHistogram().GetSampleCount())
+		rt.seconds += m.GetHistogram().GetSampleSum()
+	}
+	out := make([]requestTime, 0, len(byKey))
+	for _, rt := range byKey {
+		out = append(out, *rt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seconds > out[j].seconds })
+	return out[:min(top, len(out))]
 }
 
 // histogramMean is a histogram's sum over its count, across its series.

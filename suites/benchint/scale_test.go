@@ -188,10 +188,11 @@ func TestScale(t *testing.T) {
 	peak := peakRSS(cmd.Process.Pid)
 	panics := framework.SumSamples(families, "controller_runtime_reconcile_panics_total", nil)
 	cpu := cpuAfter.minus(cpuBefore)
-	apiWrites, err := apiServerWrites(ctx, env.Config)
+	apiRequests, err := apiServerRequests(ctx, env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	apiWrites := writesOf(apiRequests)
 	apiMean, apiP99 := histogramMean(apiWrites), quantile(apiWrites, 0.99)
 	wall := elapsed.Seconds()
 
@@ -207,6 +208,10 @@ func TestScale(t *testing.T) {
 	fmt.Printf("  CPU seconds while converging (%.0f core-seconds available on %d cores):\n", wall*float64(runtime.NumCPU()), runtime.NumCPU())
 	for _, name := range cpu.names() {
 		fmt.Printf("    %-22s %6.1f s  (%4.0f%% of one core)\n", name, cpu[name], 100*cpu[name]/wall)
+	}
+	fmt.Printf("  API server time by request (every client, the whole run):\n")
+	for _, rt := range busiestRequests(apiRequests, 12) {
+		fmt.Printf("    %-40s %6.0f requests %7.1f s\n", rt.request, rt.count, rt.seconds)
 	}
 	if profiles != nil {
 		summarizeProfiles(t, bin, "http://"+pprofAddr, *profileDir, <-profiles)
