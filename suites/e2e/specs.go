@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -508,7 +509,9 @@ func BackupSpec(ctx context.Context, t *testing.T, in SpecInput) {
 // written to; then the operator under test (image, manifests) is deployed
 // over it. The old object is served as v1beta1, the CRD's stored objects
 // are migrated (storedVersions is [v1beta1] only), no member pod restarted
-// or was replaced, and every key is still there.
+// or was replaced unless the member pod template changed (then the members
+// roll to it one at a time, Available throughout), and every key is still
+// there.
 func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image, manifests string) {
 	g := NewWithT(t)
 	old := &dbv1alpha1.DatabaseCluster{
@@ -549,6 +552,9 @@ func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image,
 	}
 	before := pods()
 	g.Expect(before).To(HaveLen(3))
+	stsBefore := &appsv1.StatefulSet{}
+	g.Expect(in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: operator.StatefulSetName(c)}, stsBefore)).To(Succeed())
+	genBefore := stsBefore.Generation
 
 	start := time.Now()
 	g.Expect(in.Env.Upgrade(ctx, image, manifests)).To(Succeed())
@@ -566,12 +572,69 @@ func OperatorUpgradeSpec(ctx context.Context, t *testing.T, in SpecInput, image,
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("storedVersions [v1beta1] %s after the upgrade began", time.Since(start).Round(time.Second))
 
-	WaitHealthy(ctx, t, in, c, 3)
-	g.Expect(c.APIVersion).To(Or(BeEmpty(), Equal(dbv1.GroupVersion.String())))
-	// Give the new operator time to act on the cluster (a changed pod
-	// template would roll members): nothing may restart meanwhile.
-	g.Consistently(pods).WithTimeout(30*time.Second).WithPolling(2*time.Second).
-		Should(Equal(before), "no member pod may restart or be replaced by the operator upgrade")
+	// The new operator applies its StatefulSet: when its pod template is
+	// the release's, nothing may restart; when it differs (a probe or a
+	// spread rule changed), the operator rolls the members to it one at a
+	// time, and the roll is watched: never more than one member unready,
+	// Available never False, each member replaced once.
+	sts := &appsv1.StatefulSet{}
+	// A changed template shows as a new StatefulSet generation within a few
+	// reconciles of the new operator taking the lead; 30 s without one is a
+	// template that did not change (and the pods are then watched 30 s more).
+	changed := framework.PollFor(ctx, "the new operator to apply a changed StatefulSet", 30*time.Second, pollInterval, func(ctx context.Context) (bool, string, error) {
+		if err := in.Env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: operator.StatefulSetName(c)}, sts); err != nil {
+			return false, err.Error(), nil
+		}
+		return sts.Generation != genBefore && sts.Status.ObservedGeneration == sts.Generation && sts.Status.UpdateRevision != "",
+			fmt.Sprintf("generation %d (before the upgrade %d), observed %d", sts.Generation, genBefore, sts.Status.ObservedGeneration), nil
+	}) == nil
+	if !changed {
+		WaitHealthy(ctx, t, in, c, 3)
+		g.Expect(c.APIVersion).To(Or(BeEmpty(), Equal(dbv1.GroupVersion.String())))
+		// Give the new operator time to act on the cluster: nothing may
+		// restart meanwhile.
+		g.Consistently(pods).WithTimeout(30*time.Second).WithPolling(2*time.Second).
+			Should(Equal(before), "the pod template did not change: no member pod may restart or be replaced by the operator upgrade")
+	} else {
+		t.Logf("the pod template changed (revision %s → %s): watching the members roll", sts.Status.CurrentRevision, sts.Status.UpdateRevision)
+		replaced := map[string]string{} // name → the new pod's UID
+		err = framework.PollFor(ctx, "the members to roll to the new template, one at a time", 2*availableTimeout, pollInterval, func(ctx context.Context) (bool, string, error) {
+			list := &corev1.PodList{}
+			if err := in.Env.Client.List(ctx, list, client.InNamespace(in.Namespace), client.MatchingLabels(operator.SelectorLabels(c))); err != nil {
+				return false, err.Error(), nil
+			}
+			if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return false, err.Error(), nil
+			}
+			if meta.IsStatusConditionFalse(c.Status.Conditions, dbv1.ConditionAvailable) {
+				return false, "", fmt.Errorf("the cluster turned Available=False during the roll:\n%s", framework.DescribeConditions(c.Status.Conditions))
+			}
+			unready, updated := 3-len(list.Items), 0
+			for _, p := range list.Items {
+				if !framework.PodReady(&p) {
+					unready++
+				}
+				if p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision {
+					continue
+				}
+				updated++
+				if uid, ok := replaced[p.Name]; ok && uid != string(p.UID) {
+					return false, "", fmt.Errorf("%s was replaced twice", p.Name)
+				}
+				replaced[p.Name] = string(p.UID)
+			}
+			if unready > 1 {
+				return false, "", fmt.Errorf("%d members not ready at once during the roll", unready)
+			}
+			ok, seen := Healthy(c, 3)
+			return ok && updated == 3, fmt.Sprintf("%d of 3 members on the new template, %d unready; %s", updated, unready, seen), nil
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Logf("the members rolled to the new template %s after the upgrade began", time.Since(start).Round(time.Second))
+		rolled := pods()
+		g.Consistently(pods).WithTimeout(30*time.Second).WithPolling(2*time.Second).
+			Should(Equal(rolled), "once rolled, no member pod may restart or be replaced")
+	}
 	WaitHealthy(ctx, t, in, c, 3)
 	ExpectKeys(ctx, t, in, c, "upgrade", 50)
 	old = &dbv1alpha1.DatabaseCluster{}
