@@ -38,3 +38,22 @@ func TestSetImageAndAppendArgs(t *testing.T) {
 	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("args", []any{"--leader-elect", "--bug=hot-loop"}))
 	g.Expect(containers(o, "initContainers")[0]).NotTo(HaveKey("args"))
 }
+
+func TestPinToControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "op"},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"tolerations": []any{map[string]any{"key": "a", "operator": "Exists"}}}}}}},
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "ds"},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "svc"}}},
+	}
+	g.Expect(PinToControlPlane(objs)).To(Equal(1), "Deployments only")
+	sel, _, _ := unstructured.NestedStringMap(objs[0].Object, "spec", "template", "spec", "nodeSelector")
+	g.Expect(sel).To(Equal(map[string]string{"node-role.kubernetes.io/control-plane": ""}))
+	tols, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "tolerations")
+	g.Expect(tols).To(HaveLen(2), "its own toleration kept, the control plane's added")
+	_, found, _ := unstructured.NestedMap(objs[1].Object, "spec", "template", "spec", "nodeSelector")
+	g.Expect(found).To(BeFalse(), "a DaemonSet is left alone")
+}

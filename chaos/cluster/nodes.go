@@ -11,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +38,49 @@ const (
 	// clusterPodRange is kind's default pod subnet.
 	clusterPodRange = "10.244.0.0/16"
 )
+
+// controlPlanePatch keeps a workload's pods on the control plane node
+// (a merge patch of its pod template).
+const controlPlanePatch = `{"spec":{"template":{"spec":{"nodeSelector":{"node-role.kubernetes.io/control-plane":""},` +
+	`"tolerations":[{"key":"node-role.kubernetes.io/control-plane","operator":"Exists","effect":"NoSchedule"}]}}}}`
+
+// PinToControlPlane makes the Deployments among objs run on the control
+// plane node, and returns how many it changed: on the multi-node cluster
+// the operator under test then survives the loss of a worker, and a
+// node-loss scenario loses members only.
+func PinToControlPlane(objs []*unstructured.Unstructured) int {
+	n := 0
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		_ = unstructured.SetNestedStringMap(o.Object, map[string]string{"node-role.kubernetes.io/control-plane": ""}, "spec", "template", "spec", "nodeSelector")
+		tols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "tolerations")
+		tols = append(tols, map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"})
+		_ = unstructured.SetNestedSlice(o.Object, tols, "spec", "template", "spec", "tolerations")
+		n++
+	}
+	return n
+}
+
+// Workers is how many nodes of the cluster are not a control plane (0 for
+// an existing cluster, whose nodes are not the harness's).
+func (c *Cluster) Workers() int {
+	if c.Existing {
+		return 0
+	}
+	list, err := c.provider.ListInternalNodes(c.Name)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, nd := range list {
+		if role, err := nd.Role(); err == nil && role != "control-plane" {
+			n++
+		}
+	}
+	return n
+}
 
 // bridgeConfig is the node's CNI conflist for its pod range.
 func bridgeConfig(podCIDR string) ([]byte, error) {
@@ -155,6 +202,15 @@ func (c *Cluster) joinPodNetwork(ctx context.Context) error {
 	}
 	if err := c.recreateMisplacedPods(ctx, cl, nets); err != nil {
 		return err
+	}
+	// The cluster's own services stay on the control plane, as a managed
+	// control plane's do: losing a worker then loses its members, not the
+	// cluster's DNS or volume provisioner as well.
+	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
+		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name}}
+		if err := cl.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(controlPlanePatch))); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("keeping %s on the control plane: %w", d, err)
+		}
 	}
 	c.progress("joined %d nodes in one pod network in %s", len(nets), since(start))
 	return nil

@@ -188,6 +188,11 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 	if !argsDone {
 		return errors.New("spec.args needs an image with replaces: the container to append them to")
 	}
+	if e.Cluster != nil && e.Cluster.Workers() > 0 {
+		// On a cluster with workers the operator stays on the control
+		// plane: a node-loss scenario loses members, not the operator.
+		e.logf("keeping %d operator workloads on the control plane (the cluster has workers to lose)", cluster.PinToControlPlane(objs))
+	}
 	d, err := cluster.Deploy(ctx, e.Config, objs, cluster.DeployOptions{})
 	if err != nil {
 		return err
