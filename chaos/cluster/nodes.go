@@ -104,6 +104,7 @@ func bridgeConfig(podCIDR string) ([]byte, error) {
 
 // nodeNetwork is what one node needs to know to join the pod network.
 type nodeNetwork struct {
+	name    string
 	node    nodes.Node
 	ip      string
 	podCIDR string
@@ -115,7 +116,7 @@ func networkScript(self nodeNetwork, all []nodeNetwork) string {
 	var b strings.Builder
 	b.WriteString("set -e\n")
 	for _, o := range all {
-		if o.node.String() == self.node.String() {
+		if o.name == self.name {
 			continue
 		}
 		fmt.Fprintf(&b, "ip route replace %s via %s\n", o.podCIDR, o.ip)
@@ -144,7 +145,7 @@ func (c *Cluster) podNetworks(ctx context.Context, cl client.Client) ([]nodeNetw
 		if node.Spec.PodCIDR == "" {
 			return nil, fmt.Errorf("node %s has no pod range yet (spec.podCIDR)", n)
 		}
-		out = append(out, nodeNetwork{node: n, ip: ip, podCIDR: node.Spec.PodCIDR})
+		out = append(out, nodeNetwork{name: n.String(), node: n, ip: ip, podCIDR: node.Spec.PodCIDR})
 	}
 	return out, nil
 }
