@@ -173,6 +173,8 @@ func TestWorkloads(t *testing.T) {
 	g.Expect(ds.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app.kubernetes.io/name": "chaos-mesh", "app.kubernetes.io/component": "chaos-daemon"}))
 	pod = ds.Spec.Template.Spec
 	g.Expect(pod.HostPID).To(BeTrue())
+	g.Expect(pod.Tolerations).To(ContainElement(corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
+		"a daemon on the control plane too, for faults on pods there")
 	d := pod.Containers[0]
 	g.Expect(d.Image).To(Equal("example.test/daemon:v2"))
 	g.Expect(*d.SecurityContext.Privileged).To(BeTrue())
