@@ -128,13 +128,23 @@ func (o *Observer) Start(ctx context.Context) {
 	}()
 }
 
-// Stop ends the sampling and returns what was seen.
+// Stop ends the sampling and returns what was seen. It reads the pods one
+// last time: a run ends as soon as its resource converges, which may be
+// within a sample of a pod turning ready, and that change (timed by the
+// pod's Ready condition) is part of what was seen.
 func (o *Observer) Stop() ([]OperatorSample, []PodEvent) {
 	if o.cancel == nil {
 		return nil, nil
 	}
 	o.cancel()
 	<-o.done
+	if o.Pods != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if pods, err := o.Pods(ctx); err == nil {
+			o.observePods(time.Now(), pods)
+		}
+		cancel()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.ops), slices.Clone(o.pods)

@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,6 +77,30 @@ func TestObserverTimesReadinessFromTheCondition(t *testing.T) {
 		{At: at(1), Pod: "db/db-1", Event: PodNotReady},
 		{At: at(1000), Pod: "db/db-2", Event: PodNotReady},
 	}))
+}
+
+func TestObserverReadsThePodsOnceMoreWhenStopped(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	ready := false
+	sampled := make(chan struct{}, 1)
+	o := &Observer{Every: time.Hour, Pods: func(context.Context) ([]corev1.Pod, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case sampled <- struct{}{}:
+		default:
+		}
+		return []corev1.Pod{pod("db-0", "a", 0, ready)}, nil
+	}}
+	o.Start(t.Context())
+	<-sampled // the first sample: db-0 unready
+	mu.Lock()
+	ready = true
+	mu.Unlock()
+	_, events := o.Stop()
+	g.Expect(events).To(HaveLen(1))
+	g.Expect(events[0].Event).To(Equal(PodReady), "seen by the last read at Stop, not a sample an hour later")
 }
 
 func TestSeriesFromLedger(t *testing.T) {
