@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +26,7 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 	var endpoints []string
 	for _, p := range s.pods {
 		if ready[p.Name] {
-			endpoints = append(endpoints, builders.ClientURL(s.cluster, p.Name, r.Builders))
+			endpoints = append(endpoints, memberEndpoint(s.cluster, &p, r.Builders))
 		}
 	}
 	var list []etcd.Member
@@ -54,6 +56,18 @@ func (r *Reconciler) observeMembers(ctx context.Context, s *scope) (ctrl.Result,
 	default:
 		return ctrl.Result{RequeueAfter: HealthCheckInterval}, nil
 	}
+}
+
+// memberEndpoint is the client URL the operator dials for a member pod: its
+// current IP when the pod has one, not its DNS name, which the cluster's
+// DNS may still resolve to the address the pod had before its node
+// restarted (for the record's TTL, seconds in which a healthy member would
+// read as unreachable).
+func memberEndpoint(c *dbv1.DatabaseCluster, p *corev1.Pod, o builders.Options) string {
+	if p.Status.PodIP == "" {
+		return builders.ClientURL(c, p.Name, o)
+	}
+	return "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(builders.ClientPort)))
 }
 
 // listMembers dials etcd and keeps the client in the scope for the pass's

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+	"github.com/gauntlet-dev/gauntlet/operator/internal/builders"
 )
 
 func TestDegradedRecheck(t *testing.T) {
@@ -74,4 +75,15 @@ func TestObserveMembersWithoutAPIWaitsForALaggingPodCache(t *testing.T) {
 			g.Expect(s.membersObserved).To(BeTrue())
 		})
 	}
+}
+
+func TestMemberEndpointIsThePodsCurrentAddress(t *testing.T) {
+	g := NewWithT(t)
+	c := &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}
+	g.Expect(memberEndpoint(c, p, builders.Options{})).To(Equal(builders.ClientURL(c, "db-1", builders.Options{})), "no address yet: the member's DNS name")
+	p.Status.PodIP = "10.244.2.7"
+	g.Expect(memberEndpoint(c, p, builders.Options{})).To(Equal("http://10.244.2.7:2379"), "the pod's IP, which no DNS cache can hold stale")
+	p.Status.PodIP = "fd00::7"
+	g.Expect(memberEndpoint(c, p, builders.Options{})).To(Equal("http://[fd00::7]:2379"))
 }

@@ -83,7 +83,7 @@ func dial(ctx context.Context, opts DialerOptions, endpoints []string) (*client,
 	if err != nil {
 		return nil, fmt.Errorf("dial etcd (%d endpoints): %w", len(endpoints), err)
 	}
-	return &client{opts: opts, cli: cli}, nil
+	return &client{opts: opts, cli: cli, endpoints: slices.Clone(endpoints)}, nil
 }
 
 func (o DialerOptions) config(endpoints []string) clientv3.Config {
@@ -100,8 +100,9 @@ func (o DialerOptions) config(endpoints []string) clientv3.Config {
 
 // client implements Client over a clientv3.Client.
 type client struct {
-	opts DialerOptions
-	cli  *clientv3.Client
+	opts      DialerOptions
+	cli       *clientv3.Client
+	endpoints []string
 }
 
 var _ Client = (*client)(nil)
@@ -138,11 +139,25 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 	}
 
 	statuses := make([]memberStatus, len(members))
+	// The endpoints dialed are asked too, and what a member says there wins
+	// over its advertised client URL: the caller dials the addresses it
+	// knows to be current (a pod's IP), while the advertised name may
+	// still resolve to an address the member no longer has (a node
+	// restarted, its pods' addresses changed, the cluster's DNS caches
+	// the old one for its TTL).
+	direct := make([]memberStatus, len(c.endpoints))
 	var (
 		alarms    map[uint64]bool
 		alarmsErr error
 		wg        sync.WaitGroup
 	)
+	for i, ep := range c.endpoints {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, c.opts.StatusTimeout)
+			defer cancel()
+			direct[i].resp, direct[i].err = c.cli.Status(sctx, ep)
+		})
+	}
 	for i, m := range members {
 		if len(m.ClientURLs) == 0 {
 			// A learner whose process has not started yet.
@@ -163,6 +178,17 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list etcd members: %w", err)
+	}
+	byID := map[uint64]*clientv3.StatusResponse{}
+	for _, d := range direct {
+		if d.err == nil && d.resp != nil && d.resp.Header != nil {
+			byID[d.resp.Header.MemberId] = d.resp
+		}
+	}
+	for i, m := range members {
+		if resp, ok := byID[m.ID]; ok {
+			statuses[i] = memberStatus{resp: resp}
+		}
 	}
 
 	// The leader is taken from the answer with the highest raft term: during an
