@@ -151,22 +151,18 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	}
 
 	defer r.cleanup(ctx, exp, run)
+	recoveryTried := false
 	if h := exp.Harness; h != nil {
 		// A harness fault is undone even when the run stops early: a node
 		// left stopped would spoil every later scenario.
-		recovered := false
-		undo := h.Recover
-		h.Recover = func(ctx context.Context) error {
-			recovered = true
-			return undo(ctx)
-		}
 		defer func() {
-			if !recovered {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-				defer cancel()
-				if err := undo(ctx); err != nil {
-					run.fail("cleanup: undoing %s: %v", run.Experiment, err)
-				}
+			if recoveryTried {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			defer cancel()
+			if err := h.Recover(ctx); err != nil {
+				run.fail("cleanup: undoing %s: %v", run.Experiment, err)
 			}
 		}()
 	}
@@ -194,6 +190,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	case <-time.After(hold):
 	}
 	t1 := time.Now()
+	recoveryTried = true
 	if err := r.recover(ctx, exp); err != nil {
 		run.fail("%v", err)
 		return run

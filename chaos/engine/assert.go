@@ -141,8 +141,10 @@ func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Le
 	if t, ok := tl.First("Available", metav1.ConditionTrue, ph.Healed); ok {
 		f.TimeToAvailable = t.Sub(ph.Healed)
 	}
-	if t, ok := tl.First("Degraded", metav1.ConditionFalse, recovered); ok && back {
-		f.DegradedClears = t.Sub(recovered)
+	if back {
+		if t, ok := tl.First("Degraded", metav1.ConditionFalse, recovered); ok {
+			f.DegradedClears = t.Sub(recovered)
+		}
 	}
 	for _, ca := range a.Conditions {
 		c, err := r.conditionCheck(tl, ca, from)

@@ -489,8 +489,6 @@ func (r *run) deletePod(ctx context.Context, ns, name string, claims bool) error
 // write here (tens of milliseconds), well under etcd's failover time.
 const workloadOpTimeout = 750 * time.Millisecond
 
-// startEtcdKV opens a tunnel to each pod of the endpoints role and starts
-// the key-value workload through them.
 // baseline lets the workload run fault-free for the scenario's baseline
 // before the fault is requested: its rate there is what the operations
 // during the fault are compared with.
@@ -508,6 +506,8 @@ func (r *run) baseline(ctx context.Context, w *scenario.Workload) error {
 	}
 }
 
+// startEtcdKV opens a tunnel to each pod of the endpoints role and starts
+// the key-value workload through them.
 func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
 	pods, err := r.roles.pods(ctx, w.Endpoints.Role)
 	if err != nil {

@@ -45,16 +45,8 @@ func PreProvision(ctx context.Context, t *testing.T, in SpecInput, n int, size r
 	if err := in.Env.Client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	nodes := &corev1.NodeList{}
-	g.Expect(in.Env.Client.List(ctx, nodes)).To(Succeed())
-	var names []string
-	for _, nd := range nodes.Items {
-		if !slices.ContainsFunc(nd.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule }) {
-			names = append(names, nd.Name)
-		}
-	}
+	names := SchedulableNodes(ctx, t, in)
 	g.Expect(names).NotTo(BeEmpty(), "no schedulable node")
-	slices.Sort(names)
 	for i := range n {
 		// Each node gets n volumes: the spread decides where members go.
 		for _, node := range names {

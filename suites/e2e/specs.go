@@ -244,6 +244,22 @@ func CreateSpec(ctx context.Context, t *testing.T, in SpecInput) *dbv1.DatabaseC
 	return c
 }
 
+// SchedulableNodes names, sorted, the nodes a member may be scheduled on:
+// not cordoned, no NoSchedule taint (a control plane).
+func SchedulableNodes(ctx context.Context, t *testing.T, in SpecInput) []string {
+	t.Helper()
+	nodes := &corev1.NodeList{}
+	NewWithT(t).Expect(in.Env.Client.List(ctx, nodes)).To(Succeed())
+	var names []string
+	for _, n := range nodes.Items {
+		if !n.Spec.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule }) {
+			names = append(names, n.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // ExpectMembersSpread checks that the members run on as many nodes as
 // there are members or schedulable nodes, whichever is fewer: one per
 // worker on the multi-node cluster (so that losing a node costs one
@@ -251,14 +267,7 @@ func CreateSpec(ctx context.Context, t *testing.T, in SpecInput) *dbv1.DatabaseC
 func ExpectMembersSpread(ctx context.Context, t *testing.T, in SpecInput, c *dbv1.DatabaseCluster) {
 	t.Helper()
 	g := NewWithT(t)
-	nodes := &corev1.NodeList{}
-	g.Expect(in.Env.Client.List(ctx, nodes)).To(Succeed())
-	schedulable := 0
-	for _, n := range nodes.Items {
-		if !n.Spec.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule }) {
-			schedulable++
-		}
-	}
+	schedulable := len(SchedulableNodes(ctx, t, in))
 	pods := &corev1.PodList{}
 	g.Expect(in.Env.Client.List(ctx, pods, client.InNamespace(in.Namespace), client.MatchingLabels(operator.SelectorLabels(c)))).To(Succeed())
 	on := map[string][]string{}

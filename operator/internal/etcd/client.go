@@ -151,12 +151,15 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 		alarmsErr error
 		wg        sync.WaitGroup
 	)
-	for i, ep := range c.endpoints {
+	probe := func(url string, into *memberStatus) {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, c.opts.StatusTimeout)
 			defer cancel()
-			direct[i].resp, direct[i].err = c.cli.Status(sctx, ep)
+			into.resp, into.err = c.cli.Status(sctx, url)
 		})
+	}
+	for i, ep := range c.endpoints {
+		probe(ep, &direct[i])
 	}
 	for i, m := range members {
 		if len(m.ClientURLs) == 0 {
@@ -164,11 +167,7 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 			statuses[i].err = errors.New("no client URL")
 			continue
 		}
-		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, c.opts.StatusTimeout)
-			defer cancel()
-			statuses[i].resp, statuses[i].err = c.cli.Status(sctx, m.ClientURLs[0])
-		})
+		probe(m.ClientURLs[0], &statuses[i])
 	}
 	wg.Go(func() {
 		actx, cancel := context.WithTimeout(ctx, c.opts.StatusTimeout)
