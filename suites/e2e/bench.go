@@ -94,6 +94,8 @@ type BringUp struct {
 	// CreateSteps and CreateProvisionedSteps say where the time went, from
 	// the API server's own timestamps (whole seconds).
 	CreateSteps, CreateProvisionedSteps string
+	// PodDeleteSteps says where the pod-delete recovery's time went.
+	PodDeleteSteps string
 }
 
 // createSteps reads, for the members of a just-settled cluster, when (after
@@ -163,20 +165,65 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 	start = time.Now()
 	g.Expect(in.Env.Client.Delete(ctx, victim)).To(Succeed())
 	// The status may still show the old pod healthy for a moment: first the
-	// replacement (a new UID) must run and be ready.
+	// replacement (a new UID) must run and be ready. Each step is timed when
+	// first seen (a read every benchInterval).
+	var steps podDeleteSteps
 	err := framework.PollFor(ctx, key.Name+"'s replacement to be ready", availableTimeout, benchInterval, func(ctx context.Context) (bool, string, error) {
 		p := &corev1.Pod{}
 		if err := in.Env.Client.Get(ctx, key, p); err != nil {
 			if apierrors.IsNotFound(err) {
+				steps.see(&steps.gone, start)
 				return false, "deleted, not yet recreated", nil
 			}
 			return false, err.Error(), nil
 		}
-		return p.UID != victim.UID && framework.PodReady(p), fmt.Sprintf("uid %s, phase %s, ready %v", p.UID, p.Status.Phase, framework.PodReady(p)), nil
+		if p.UID == victim.UID {
+			return false, fmt.Sprintf("the old pod, terminating since %s", p.DeletionTimestamp), nil
+		}
+		steps.see(&steps.gone, start)
+		steps.see(&steps.created, start)
+		if p.Spec.NodeName != "" {
+			steps.see(&steps.scheduled, start)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				steps.see(&steps.running, start)
+			}
+		}
+		ready := framework.PodReady(p)
+		if ready {
+			steps.see(&steps.ready, start)
+		}
+		return ready, fmt.Sprintf("uid %s, phase %s, ready %v", p.UID, p.Status.Phase, ready), nil
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	b.PodDelete = waitSettled(ctx, t, in, c, 5, start)
+	b.PodDeleteSteps = steps.String()
 	return b
+}
+
+// podDeleteSteps are when a deleted member's pod was first seen gone, its
+// replacement created, scheduled, running and ready, as offsets from the
+// delete; zero when not seen (a step shorter than a read interval).
+type podDeleteSteps struct {
+	gone, created, scheduled, running, ready time.Duration
+}
+
+func (s *podDeleteSteps) see(at *time.Duration, start time.Time) {
+	if *at == 0 {
+		*at = time.Since(start)
+	}
+}
+
+func (s podDeleteSteps) String() string {
+	at := func(d time.Duration) string {
+		if d == 0 {
+			return "unseen"
+		}
+		return fmt.Sprintf("+%.1fs", d.Seconds())
+	}
+	return fmt.Sprintf("old pod gone %s, replacement created %s, scheduled %s, running %s, ready %s",
+		at(s.gone), at(s.created), at(s.scheduled), at(s.running), at(s.ready))
 }
 
 // waitSettled waits until Healthy(c, n), reading every benchInterval, and

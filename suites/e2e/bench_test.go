@@ -25,8 +25,8 @@ func TestBenchBringUp(t *testing.T) {
 	for i := range *rounds {
 		t.Run(fmt.Sprintf("round-%d", i+1), func(t *testing.T) {
 			b := e2e.BringUpRound(t.Context(), t, input(t, "bench-"))
-			t.Logf("create %.1fs (%s), create with on-demand volumes %.1fs (%s), scale-up %.1fs, pod-delete %.1fs",
-				b.Create.Seconds(), b.CreateSteps, b.CreateProvisioned.Seconds(), b.CreateProvisionedSteps, b.ScaleUp.Seconds(), b.PodDelete.Seconds())
+			t.Logf("create %.1fs (%s), create with on-demand volumes %.1fs (%s), scale-up %.1fs, pod-delete %.1fs (%s)",
+				b.Create.Seconds(), b.CreateSteps, b.CreateProvisioned.Seconds(), b.CreateProvisionedSteps, b.ScaleUp.Seconds(), b.PodDelete.Seconds(), b.PodDeleteSteps)
 			all = append(all, b)
 		})
 	}

@@ -99,19 +99,20 @@ func TestStatefulSet(t *testing.T) {
 	for _, p := range []struct {
 		name                      string
 		probe                     *corev1ac.ProbeApplyConfiguration
-		path                      string
+		path, port                string
 		period, timeout, failures int32
 	}{
-		{"startup", ctr.StartupProbe, "/livez", 1, 2, 180},
-		{"readiness", ctr.ReadinessProbe, "/readyz", 1, 1, 2},
-		{"liveness", ctr.LivenessProbe, "/livez", 10, 5, 6},
+		{"readiness", ctr.ReadinessProbe, "/readyz", ClientPortName, 1, 1, 2},
+		{"liveness", ctr.LivenessProbe, "/livez", MetricsPortName, 10, 5, 6},
 	} {
 		g.Expect(*p.probe.HTTPGet.Path).To(Equal(p.path), p.name)
-		g.Expect(p.probe.HTTPGet.Port.String()).To(Equal(MetricsPortName), p.name)
+		g.Expect(p.probe.HTTPGet.Port.String()).To(Equal(p.port), p.name)
 		g.Expect(*p.probe.PeriodSeconds).To(Equal(p.period), p.name)
 		g.Expect(*p.probe.TimeoutSeconds).To(Equal(p.timeout), p.name)
 		g.Expect(*p.probe.FailureThreshold).To(Equal(p.failures), p.name)
 	}
+	g.Expect(ctr.StartupProbe).To(BeNil(), "a startup probe delays readiness by up to a period")
+	g.Expect(*ctr.LivenessProbe.InitialDelaySeconds).To(Equal(int32(180)))
 	g.Expect(*ctr.VolumeMounts[0].MountPath).To(Equal(DataMountPath))
 	spread := sts.Spec.Template.Spec.TopologySpreadConstraints
 	g.Expect(spread).To(HaveLen(1))
