@@ -22,6 +22,7 @@ const (
 	DefaultDialTimeout     = 2 * time.Second
 	DefaultRequestTimeout  = 5 * time.Second
 	DefaultStatusTimeout   = time.Second
+	DefaultElectionWait    = 2 * time.Second
 	DefaultSnapshotTimeout = 5 * time.Minute
 )
 
@@ -36,6 +37,11 @@ type DialerOptions struct {
 	// StatusTimeout bounds the per-member status probe made by ListMembers; a
 	// member that does not answer within it is reported unhealthy.
 	StatusTimeout time.Duration
+	// ElectionWait bounds how long ListMembers asks again while an election
+	// may be under way (fewer healthy voters than a quorum, and a voter
+	// without a leader). etcd's default election timeout is 1 s, randomised
+	// up to 2 s.
+	ElectionWait time.Duration
 	// SnapshotTimeout bounds a whole Snapshot download.
 	SnapshotTimeout time.Duration
 	// TLS, when set, is used for the client connections (https client URLs).
@@ -53,6 +59,9 @@ func (o DialerOptions) withDefaults() DialerOptions {
 	}
 	if o.StatusTimeout <= 0 {
 		o.StatusTimeout = DefaultStatusTimeout
+	}
+	if o.ElectionWait <= 0 {
+		o.ElectionWait = DefaultElectionWait
 	}
 	if o.SnapshotTimeout <= 0 {
 		o.SnapshotTimeout = DefaultSnapshotTimeout
@@ -118,7 +127,12 @@ type memberStatus struct {
 }
 
 // ListMembers lists the members, then probes every member that has a client
-// URL in parallel for health and the leader's identity.
+// URL in parallel for health and the leader's identity. When the answers
+// leave fewer healthy voters than a quorum and a voter said it has no
+// leader, an election may be under way (a leader that shuts down hands over
+// in milliseconds, one that dies is replaced within an election timeout):
+// the members are asked again until they name a leader or ElectionWait has
+// passed, so that an election is not reported as a lost quorum.
 func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 	rctx, cancel := c.requestCtx(ctx)
 	defer cancel()
@@ -137,7 +151,62 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 			IsLearner:  m.IsLearner,
 		})
 	}
+	err = waitOutElection(ctx, c.opts.ElectionWait, electionRecheck, func() (bool, error) {
+		noLeader, err := c.probeMembers(ctx, members)
+		return quorumInDoubt(members, noLeader), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list etcd members: %w", err)
+	}
+	slices.SortStableFunc(members, func(a, b Member) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return members, nil
+}
 
+// electionRecheck is how often members are asked again while an election may
+// be under way.
+const electionRecheck = 200 * time.Millisecond
+
+// waitOutElection calls probe, and again every interval while it reports the
+// quorum in doubt, until wait has passed. It returns ctx's error if the
+// context ends first, and probe's error at once.
+func waitOutElection(ctx context.Context, wait, interval time.Duration, probe func() (inDoubt bool, err error)) error {
+	deadline := time.Now().Add(wait)
+	for {
+		inDoubt, err := probe()
+		if err != nil || !inDoubt || !time.Now().Add(interval).Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// quorumInDoubt tells whether the members' health shows fewer healthy voters
+// than a quorum while a voter answered that it has no leader: the answer of
+// an election in progress, not yet of a lost quorum.
+func quorumInDoubt(members []Member, noLeader map[uint64]bool) bool {
+	voters, healthy, electing := 0, 0, false
+	for _, m := range members {
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+		}
+		electing = electing || noLeader[m.ID]
+	}
+	return electing && healthy < Quorum(voters)
+}
+
+// probeMembers asks every member for its status and sets Healthy and Leader;
+// it returns the members that answered without naming a leader.
+func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64]bool, error) {
 	statuses := make([]memberStatus, len(members))
 	// The endpoints dialed are asked too, and what a member says there wins
 	// over its advertised client URL: the caller dials the addresses it
@@ -176,7 +245,7 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 	})
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("list etcd members: %w", err)
+		return nil, err
 	}
 	byID := map[uint64]*clientv3.StatusResponse{}
 	for _, d := range direct {
@@ -203,6 +272,7 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 		}
 	}
 
+	noLeader := map[uint64]bool{}
 	for i := range members {
 		s := statuses[i]
 		members[i].Leader = leader != 0 && members[i].ID == leader
@@ -216,12 +286,11 @@ func (c *client) ListMembers(ctx context.Context) ([]Member, error) {
 		default:
 			members[i].Healthy = s.resp.Leader != 0 && !alarms[members[i].ID]
 		}
+		if s.err == nil && s.resp != nil && s.resp.Leader == 0 {
+			noLeader[members[i].ID] = true
+		}
 	}
-
-	slices.SortStableFunc(members, func(a, b Member) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-	})
-	return members, nil
+	return noLeader, nil
 }
 
 // alarmedMembers returns the IDs of the members with an active alarm.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -412,4 +413,109 @@ func TestRemoveRefusedWhileAMemberIsDown(t *testing.T) {
 	err = fcli.Remove(t.Context(), m1)
 	g.Expect(err).To(MatchError(etcd.ErrClusterNotReady))
 	t.Logf("the fake refused: %v", err)
+}
+
+// TestLeadershipChangeIsNotALostQuorum: while leadership moves (as when a
+// leader's pod is deleted and its etcd hands over) or the leader dies (a new
+// one within an election timeout), clients keep listing the members, and no
+// answer may count fewer healthy voters than a quorum: a voter between
+// leaders says it has none, which is an election, not a lost quorum. Seed
+// 301 of the chaos tier saw Available turn False for a second when the
+// operator asked during a handover.
+func TestLeadershipChangeIsNotALostQuorum(t *testing.T) {
+	c, cli := startCluster(t, 3)
+	ms := waitMembers(t, cli, "3 healthy voters and one leader", settled(3))
+
+	// watch lists the members from a few clients at once until stop is
+	// closed, and returns how many answers it had and the wrong ones.
+	watch := func(t *testing.T, endpoints []string, stop <-chan struct{}) func() (int, []string) {
+		var mu sync.Mutex
+		answers, wrong := 0, []string(nil)
+		var wg sync.WaitGroup
+		for range 4 {
+			w, err := etcd.NewDialer(etcd.DialerOptions{}).Dial(t.Context(), endpoints)
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			wg.Go(func() {
+				defer func() { _ = w.Close() }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ms, err := w.ListMembers(t.Context())
+					if err != nil {
+						continue // a linearizable member list can fail between leaders
+					}
+					healthy := 0
+					for _, m := range ms {
+						if m.Healthy && !m.IsLearner {
+							healthy++
+						}
+					}
+					mu.Lock()
+					answers++
+					if healthy < etcd.Quorum(3) {
+						wrong = append(wrong, describe(ms))
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		return func() (int, []string) { wg.Wait(); return answers, wrong }
+	}
+	check := func(t *testing.T, answers int, wrong []string) {
+		t.Helper()
+		t.Logf("%d answers", answers)
+		if answers == 0 {
+			t.Error("no answer")
+		}
+		if len(wrong) > 0 {
+			t.Errorf("%d of %d answers counted fewer than 2 healthy voters, the first: %s", len(wrong), answers, wrong[0])
+		}
+	}
+
+	t.Run("handovers", func(t *testing.T) {
+		stop := make(chan struct{})
+		wait := watch(t, c.Endpoints(), stop)
+		for i := range 30 {
+			to := ms[i%len(ms)]
+			if err := cli.MoveLeader(t.Context(), to.ID); err != nil {
+				t.Errorf("moving the leader to %s: %v", to.Name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(stop)
+		answers, wrong := wait()
+		check(t, answers, wrong)
+	})
+
+	t.Run("leader killed", func(t *testing.T) {
+		ms := waitMembers(t, cli, "3 healthy voters and one leader", settled(3))
+		leader, _ := leaderOf(ms)
+		idx := -1
+		var survivors []string
+		for i := range c.Size() {
+			if c.Name(i) == leader.Name {
+				idx = i
+			} else {
+				survivors = append(survivors, c.ClientURL(i))
+			}
+		}
+		if idx < 0 {
+			t.Fatalf("no member is named %s: %s", leader.Name, describe(ms))
+		}
+		stop := make(chan struct{})
+		wait := watch(t, survivors, stop)
+		time.Sleep(100 * time.Millisecond)
+		c.Kill(idx)
+		// An election timeout is 1 s, randomised up to 2 s; watch past it.
+		time.Sleep(3 * time.Second)
+		close(stop)
+		answers, wrong := wait()
+		check(t, answers, wrong)
+		c.Start(idx)
+	})
 }
