@@ -118,7 +118,7 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(spread).To(HaveLen(1))
 	g.Expect(*spread[0].MaxSkew).To(Equal(int32(1)))
 	g.Expect(*spread[0].TopologyKey).To(Equal("kubernetes.io/hostname"))
-	g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule), "one member per node, not a preference")
+	g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway), "a preference: volumes on one node must not leave members unschedulable")
 	g.Expect(*spread[0].NodeTaintsPolicy).To(Equal(corev1.NodeInclusionPolicyHonor), "a tainted control plane is not a domain")
 	g.Expect(spread[0].LabelSelector.MatchLabels).To(Equal(SelectorLabels(c)), "counts this cluster's members only")
 	g.Expect(*ctr.EnvFrom[0].ConfigMapRef.Name).To(Equal(MembersConfigMapName(c)), "the initial cluster comes from the ConfigMap, not the template")

@@ -82,16 +82,21 @@ func podTemplate(c *dbv1.DatabaseCluster, o Options) *corev1ac.PodTemplateSpecAp
 			WithContainers(container(c, o)))
 }
 
-// spreadOverNodes places the members one per node while there are nodes
-// enough (skew at most 1 between the nodes that take pods), so that losing
-// a node costs one member, not quorum. On a single node the skew is always
-// 0 and every member still schedules; tainted nodes (a control plane) are
-// not counted, or a 3→5 scale-up on three workers would wait for them.
+// spreadOverNodes asks the scheduler to place the members one per node while
+// there are nodes enough (skew at most 1 between the nodes that take pods),
+// so that losing a node costs one member, not quorum. It is a preference the
+// scheduler weighs, not a rule: where a member's volume already pins it to a
+// node, the member must still start there. A cluster restored from a
+// snapshot claim on node-local storage is one such case: every restore Job
+// mounts that claim, so every member's volume is made on the claim's node,
+// and a hard rule would leave all members but one unschedulable for good.
+// Tainted nodes (a control plane) are not counted, or a 3→5 scale-up on
+// three workers would lean toward them.
 func spreadOverNodes(c *dbv1.DatabaseCluster) *corev1ac.TopologySpreadConstraintApplyConfiguration {
 	return corev1ac.TopologySpreadConstraint().
 		WithMaxSkew(1).
 		WithTopologyKey(corev1.LabelHostname).
-		WithWhenUnsatisfiable(corev1.DoNotSchedule).
+		WithWhenUnsatisfiable(corev1.ScheduleAnyway).
 		WithNodeTaintsPolicy(corev1.NodeInclusionPolicyHonor).
 		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c)))
 }
