@@ -118,13 +118,28 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(spread).To(HaveLen(1))
 	g.Expect(*spread[0].MaxSkew).To(Equal(int32(1)))
 	g.Expect(*spread[0].TopologyKey).To(Equal("kubernetes.io/hostname"))
-	g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway), "a preference: volumes on one node must not leave members unschedulable")
+	g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule), "one member per node, not a preference")
 	g.Expect(*spread[0].NodeTaintsPolicy).To(Equal(corev1.NodeInclusionPolicyHonor), "a tainted control plane is not a domain")
 	g.Expect(spread[0].LabelSelector.MatchLabels).To(Equal(SelectorLabels(c)), "counts this cluster's members only")
 	g.Expect(*ctr.EnvFrom[0].ConfigMapRef.Name).To(Equal(MembersConfigMapName(c)), "the initial cluster comes from the ConfigMap, not the template")
 	g.Expect(*ctr.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
 	g.Expect((*ctr.Resources.Limits)[corev1.ResourceMemory]).To(Equal(resource.MustParse("512Mi")))
 	g.Expect(ctr.Resources.Requests).To(BeNil())
+}
+
+func TestStatefulSetOfARestoredClusterPrefersSpread(t *testing.T) {
+	g := NewWithT(t)
+	for _, from := range []dbv1.RestoreSource{
+		{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "snapshots"}},
+		{S3: &dbv1.S3SnapshotSource{}},
+	} {
+		c := cluster(3)
+		c.Spec.RestoreFrom = &from
+		spread := StatefulSet(c, 3, Options{}).Spec.Template.Spec.TopologySpreadConstraints
+		g.Expect(spread).To(HaveLen(1))
+		g.Expect(*spread[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway),
+			"each member starts where its restore Job made its volume, on one node or several")
+	}
 }
 
 func TestStatefulSetWithoutStorageClassUsesDefault(t *testing.T) {
