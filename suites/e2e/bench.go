@@ -168,11 +168,16 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 	// replacement (a new UID) must run and be ready. Each step is timed when
 	// first seen (a read every benchInterval).
 	var steps podDeleteSteps
+	see := func(at *time.Duration) {
+		if *at == 0 {
+			*at = time.Since(start)
+		}
+	}
 	err := framework.PollFor(ctx, key.Name+"'s replacement to be ready", availableTimeout, benchInterval, func(ctx context.Context) (bool, string, error) {
 		p := &corev1.Pod{}
 		if err := in.Env.Client.Get(ctx, key, p); err != nil {
 			if apierrors.IsNotFound(err) {
-				steps.see(&steps.gone, start)
+				see(&steps.gone)
 				return false, "deleted, not yet recreated", nil
 			}
 			return false, err.Error(), nil
@@ -180,19 +185,19 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 		if p.UID == victim.UID {
 			return false, fmt.Sprintf("the old pod, terminating since %s", p.DeletionTimestamp), nil
 		}
-		steps.see(&steps.gone, start)
-		steps.see(&steps.created, start)
+		see(&steps.gone)
+		see(&steps.created)
 		if p.Spec.NodeName != "" {
-			steps.see(&steps.scheduled, start)
+			see(&steps.scheduled)
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.State.Running != nil {
-				steps.see(&steps.running, start)
+				see(&steps.running)
 			}
 		}
 		ready := framework.PodReady(p)
 		if ready {
-			steps.see(&steps.ready, start)
+			see(&steps.ready)
 		}
 		return ready, fmt.Sprintf("uid %s, phase %s, ready %v", p.UID, p.Status.Phase, ready), nil
 	})
@@ -207,12 +212,6 @@ func BringUpRound(ctx context.Context, t *testing.T, in SpecInput) BringUp {
 // delete; zero when not seen (a step shorter than a read interval).
 type podDeleteSteps struct {
 	gone, created, scheduled, running, ready time.Duration
-}
-
-func (s *podDeleteSteps) see(at *time.Duration, start time.Time) {
-	if *at == 0 {
-		*at = time.Since(start)
-	}
 }
 
 func (s podDeleteSteps) String() string {

@@ -426,70 +426,19 @@ func TestLeadershipChangeIsNotALostQuorum(t *testing.T) {
 	c, cli := startCluster(t, 3)
 	ms := waitMembers(t, cli, "3 healthy voters and one leader", settled(3))
 
-	// watch lists the members from a few clients at once until stop is
-	// closed, and returns how many answers it had and the wrong ones.
-	watch := func(t *testing.T, endpoints []string, stop <-chan struct{}) func() (int, []string) {
-		var mu sync.Mutex
-		answers, wrong := 0, []string(nil)
-		var wg sync.WaitGroup
-		for range 4 {
-			w, err := etcd.NewDialer(etcd.DialerOptions{}).Dial(t.Context(), endpoints)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			wg.Go(func() {
-				defer func() { _ = w.Close() }()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					ms, err := w.ListMembers(t.Context())
-					if err != nil {
-						continue // a linearizable member list can fail between leaders
-					}
-					healthy := 0
-					for _, m := range ms {
-						if m.Healthy && !m.IsLearner {
-							healthy++
-						}
-					}
-					mu.Lock()
-					answers++
-					if healthy < etcd.Quorum(3) {
-						wrong = append(wrong, describe(ms))
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		return func() (int, []string) { wg.Wait(); return answers, wrong }
-	}
-	check := func(t *testing.T, answers int, wrong []string) {
-		t.Helper()
-		t.Logf("%d answers", answers)
-		if answers == 0 {
-			t.Error("no answer")
-		}
-		if len(wrong) > 0 {
-			t.Errorf("%d of %d answers counted fewer than 2 healthy voters, the first: %s", len(wrong), answers, wrong[0])
-		}
-	}
-
 	t.Run("handovers", func(t *testing.T) {
-		stop := make(chan struct{})
-		wait := watch(t, c.Endpoints(), stop)
+		w := startWatchers(t, c.Endpoints())
+		w.waitForAnswers(t, 1)
 		for i := range 30 {
 			to := ms[i%len(ms)]
 			if err := cli.MoveLeader(t.Context(), to.ID); err != nil {
 				t.Errorf("moving the leader to %s: %v", to.Name, err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Four more answers between two handovers, so that the watchers
+			// keep asking through every one.
+			w.waitForAnswers(t, w.count()+4)
 		}
-		close(stop)
-		answers, wrong := wait()
-		check(t, answers, wrong)
+		w.check(t)
 	})
 
 	t.Run("leader killed", func(t *testing.T) {
@@ -507,15 +456,92 @@ func TestLeadershipChangeIsNotALostQuorum(t *testing.T) {
 		if idx < 0 {
 			t.Fatalf("no member is named %s: %s", leader.Name, describe(ms))
 		}
-		stop := make(chan struct{})
-		wait := watch(t, survivors, stop)
-		time.Sleep(100 * time.Millisecond)
+		w := startWatchers(t, survivors)
+		w.waitForAnswers(t, 1)
 		c.Kill(idx)
-		// An election timeout is 1 s, randomised up to 2 s; watch past it.
-		time.Sleep(3 * time.Second)
-		close(stop)
-		answers, wrong := wait()
-		check(t, answers, wrong)
+		// The election is over once the survivors name a new leader; the
+		// watchers ask throughout it.
+		waitMembers(t, cli, "a new leader among the survivors", func(ms []etcd.Member) bool {
+			l, ok := leaderOf(ms)
+			return ok && l.ID != leader.ID
+		})
+		w.check(t)
 		c.Start(idx)
 	})
+}
+
+// watchers list the members from four clients at once, until checked, and
+// count the answers with fewer healthy voters than a quorum of three.
+type watchers struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	answers int
+	wrong   []string
+}
+
+func startWatchers(t *testing.T, endpoints []string) *watchers {
+	t.Helper()
+	w := &watchers{stop: make(chan struct{})}
+	for range 4 {
+		cl, err := etcd.NewDialer(etcd.DialerOptions{}).Dial(t.Context(), endpoints)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		w.wg.Go(func() {
+			defer func() { _ = cl.Close() }()
+			for {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				ms, err := cl.ListMembers(t.Context())
+				if err != nil {
+					continue // a linearizable member list can fail between leaders
+				}
+				healthy := 0
+				for _, m := range ms {
+					if m.Healthy && !m.IsLearner {
+						healthy++
+					}
+				}
+				w.mu.Lock()
+				w.answers++
+				if healthy < etcd.Quorum(3) {
+					w.wrong = append(w.wrong, describe(ms))
+				}
+				w.mu.Unlock()
+			}
+		})
+	}
+	return w
+}
+
+func (w *watchers) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answers
+}
+
+// waitForAnswers polls until the watchers have had at least n answers.
+func (w *watchers) waitForAnswers(t *testing.T, n int) {
+	t.Helper()
+	poll(t, waitTimeout, fmt.Sprintf("%d answers from the watchers", n), func() (bool, string) {
+		got := w.count()
+		return got >= n, fmt.Sprintf("%d answers", got)
+	})
+}
+
+// check stops the watchers and fails the test on any answer that counted
+// fewer healthy voters than a quorum.
+func (w *watchers) check(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	w.wg.Wait()
+	t.Logf("%d answers", w.answers)
+	if len(w.wrong) > 0 {
+		t.Errorf("%d of %d answers counted fewer than 2 healthy voters, the first: %s", len(w.wrong), w.answers, w.wrong[0])
+	}
 }
