@@ -172,3 +172,10 @@ func TestReport(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(4))
 }
+
+func TestFaultShare(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect((&Figures{OpsDuringFault: 1450, FaultFreeOps: 1600}).FaultShare()).To(Equal("1450 / 1600 (91%)"))
+	g.Expect((&Figures{OpsDuringFault: 1450}).FaultShare()).To(Equal("1450"), "no baseline")
+	g.Expect((&Figures{}).FaultShare()).To(Equal("—"), "not measured, not zero operations")
+}

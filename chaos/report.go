@@ -136,8 +136,12 @@ func (f *Figures) String() string {
 
 // FaultShare prints the operations acknowledged during the fault against
 // the fault-free figure, "1450 / 1600 (91%)"; just the first without a
-// baseline.
+// baseline, and "—" when neither was measured (a report recorded before
+// they were, or a scenario without a workload).
 func (f *Figures) FaultShare() string {
+	if f.FaultFreeOps <= 0 && f.OpsDuringFault == 0 {
+		return "—"
+	}
 	if f.FaultFreeOps <= 0 {
 		return fmt.Sprint(f.OpsDuringFault)
 	}
