@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // Processes whose CPU time the benchmark reports.
@@ -215,6 +217,9 @@ func cachedClient(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *r
 	t.Helper()
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if ix := framework.PodControllerIndex; c.IndexField(ctx, ix.Object, ix.Field, ix.Extract) != nil {
 		t.Fatal(err)
 	}
 	go func() {

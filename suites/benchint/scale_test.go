@@ -43,7 +43,7 @@ import (
 
 var (
 	n             = flag.Int("n", 100, "number of DatabaseClusters")
-	concurrency   = flag.Int("max-concurrent-reconciles", 4, "the manager's --max-concurrent-reconciles")
+	concurrency   = flag.Int("max-concurrent-reconciles", 1, "the manager's --max-concurrent-reconciles (1, its default, unless set)")
 	manager       = flag.String("manager", "", "path of the manager binary (bin/manager)")
 	timeout       = flag.Duration("converge-timeout", 20*time.Minute, "how long to wait for every cluster to converge")
 	figuresOut    = flag.String("figures", "", "write the figures as JSON (for the `make bench` table) to this file")
@@ -118,7 +118,7 @@ func TestScale(t *testing.T) {
 	if *cachedHarness {
 		harness = cachedClient(simCtx, t, env.Config, scheme)
 	}
-	sim := &framework.StatefulSetSimulator{Client: harness}
+	sim := &framework.StatefulSetSimulator{Client: harness, CachedReads: *cachedHarness}
 	go framework.RunEvery(simCtx, 200*time.Millisecond, sim.Step, func(err error) {
 		// A cached read can be a step behind: the write conflicts and the
 		// next step, with a fresher cache, does it.

@@ -20,9 +20,25 @@ type FakeClientOptions struct {
 	StatusSubresources []client.Object
 	// Interceptors wrap every call, for example Faults.Funcs().
 	Interceptors *interceptor.Funcs
+	// Indexes are the field indexes the code under test lists by
+	// (client.MatchingFields), as its manager's cache registers them.
+	Indexes []FieldIndex
 	// RESTMapper, if set, is reused instead of building one from the
 	// scheme (which is the slow part of building a fake client).
 	RESTMapper meta.RESTMapper
+}
+
+// FieldIndex is a field index a controller registers with its manager's
+// cache (mgr.GetFieldIndexer().IndexField) and lists by with
+// client.MatchingFields. A fake client, or a simulation, that serves the
+// controller needs the same indexes: without them such a List fails.
+type FieldIndex struct {
+	// Object is an empty object of the indexed kind.
+	Object client.Object
+	// Field names the index.
+	Field string
+	// Extract gives an object's values under the index.
+	Extract client.IndexerFunc
 }
 
 // NewFakeClient returns a fake client configured as close to an API server as
@@ -48,6 +64,9 @@ func NewFakeClient(scheme *runtime.Scheme, o FakeClientOptions) client.WithWatch
 		WithObjects(o.Objects...)
 	if o.RESTMapper != nil {
 		b = b.WithRESTMapper(o.RESTMapper)
+	}
+	for _, ix := range o.Indexes {
+		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
 	}
 	if o.Interceptors != nil {
 		b = b.WithInterceptorFuncs(*o.Interceptors)

@@ -60,10 +60,21 @@ func newSet(replicas int32) *appsv1.StatefulSet {
 }
 
 func TestStatefulSetSimulator(t *testing.T) {
+	t.Run("label selector reads", func(t *testing.T) { testStatefulSetSimulator(t, false) })
+	t.Run("cached reads by index", func(t *testing.T) { testStatefulSetSimulator(t, true) })
+}
+
+func testStatefulSetSimulator(t *testing.T, cached bool) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{newSet(3)}})
-	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
+	set := newSet(3)
+	set.UID = "set-uid"
+	o := FakeClientOptions{Objects: []client.Object{set}}
+	if cached {
+		o.Indexes = []FieldIndex{PodControllerIndex}
+	}
+	c := NewFakeClient(clientgoscheme.Scheme, o)
+	sim := &StatefulSetSimulator{Client: c, Namespace: "ns", CachedReads: cached}
 	sts := &appsv1.StatefulSet{}
 	key := client.ObjectKey{Namespace: "ns", Name: "x"}
 

@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -149,6 +151,8 @@ type runner struct {
 	rec     reconcile.Reconciler
 	proxy   *switchClient
 	history []*memoryReader
+	// indexes serve MatchingFields from the views, as the fake's serve it.
+	indexes []memoryIndex
 	deleted []client.Object
 	events  int
 	// reconciled is true when the current action ran a reconcile.
@@ -205,8 +209,13 @@ func (r *runner) logf(format string, args ...any) {
 func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
 	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]time.Duration{}}
 	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{
-		StatusSubresources: t.StatusSubresources, RESTMapper: restMapperFor(t.Scheme),
+		StatusSubresources: t.StatusSubresources, Indexes: t.Indexes, RESTMapper: restMapperFor(t.Scheme),
 	})
+	indexes, err := memoryIndexes(t.Scheme, t.Indexes)
+	if err != nil {
+		return nil, err
+	}
+	r.indexes = indexes
 	r.events = 1 // no view yet
 	view := &viewClient{r: r}
 	view.Client = &eventingClient{Client: r.fake, emit: r.onChange, current: view}
@@ -485,6 +494,7 @@ func (r *runner) currentView(ctx context.Context) (*memoryReader, error) {
 		return nil, err
 	}
 	r.view, r.viewAt = newMemoryReader(r.target.Scheme, objs), r.events
+	r.view.indexes = r.indexes
 	return r.view, nil
 }
 
@@ -518,9 +528,48 @@ func (r *runner) staleView(lag int) *memoryReader {
 // memoryReader serves Get and List from a snapshot of objects: the world as
 // it was, for stale reads. It is far cheaper than a fake client per step.
 type memoryReader struct {
-	scheme *runtime.Scheme
-	objs   []client.Object
-	gvks   []schema.GroupVersionKind
+	scheme  *runtime.Scheme
+	objs    []client.Object
+	gvks    []schema.GroupVersionKind
+	indexes []memoryIndex
+}
+
+// memoryIndex is a framework.FieldIndex with its kind resolved.
+type memoryIndex struct {
+	gvk     schema.GroupVersionKind
+	field   string
+	extract client.IndexerFunc
+}
+
+func memoryIndexes(scheme *runtime.Scheme, in []framework.FieldIndex) ([]memoryIndex, error) {
+	out := make([]memoryIndex, 0, len(in))
+	for _, ix := range in {
+		gvk, err := apiutil.GVKForObject(ix.Object, scheme)
+		if err != nil {
+			return nil, fmt.Errorf("index %s: %w", ix.Field, err)
+		}
+		out = append(out, memoryIndex{gvk: gvk, field: ix.Field, extract: ix.Extract})
+	}
+	return out, nil
+}
+
+// matchesFields tells whether an object of kind gvk passes a field
+// selector, by the indexes: as a cache, it serves only exact matches on
+// indexed fields.
+func (m *memoryReader) matchesFields(gvk schema.GroupVersionKind, o client.Object, sel fields.Selector) (bool, error) {
+	for _, req := range sel.Requirements() {
+		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
+			return false, fmt.Errorf("field selector %q: only exact matches on indexed fields are served", sel)
+		}
+		i := slices.IndexFunc(m.indexes, func(ix memoryIndex) bool { return ix.gvk == gvk && ix.field == req.Field })
+		if i < 0 {
+			return false, fmt.Errorf("no index on %s by %q is registered (sim.Target.Indexes)", gvk.Kind, req.Field)
+		}
+		if !slices.Contains(m.indexes[i].extract(o), req.Value) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // with returns a copy of the view with one change applied; views are
@@ -532,7 +581,7 @@ func (m *memoryReader) with(ch change) *memoryReader {
 	}
 	gvk, _ := apiutil.GVKForObject(ref, m.scheme)
 	key := client.ObjectKeyFromObject(ref)
-	out := &memoryReader{scheme: m.scheme, objs: make([]client.Object, 0, len(m.objs)+1), gvks: make([]schema.GroupVersionKind, 0, len(m.objs)+1)}
+	out := &memoryReader{scheme: m.scheme, objs: make([]client.Object, 0, len(m.objs)+1), gvks: make([]schema.GroupVersionKind, 0, len(m.objs)+1), indexes: m.indexes}
 	for i, o := range m.objs {
 		if m.gvks[i] == gvk && client.ObjectKeyFromObject(o) == key {
 			continue
@@ -602,6 +651,15 @@ func (m *memoryReader) List(_ context.Context, list client.ObjectList, opts ...c
 		}
 		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
 			continue
+		}
+		if lo.FieldSelector != nil && !lo.FieldSelector.Empty() {
+			ok, err := m.matchesFields(m.gvks[i], o, lo.FieldSelector)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
 		}
 		items = append(items, o.DeepCopyObject())
 	}

@@ -10,11 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 func TestGenerateIsAPureFunctionOfTheSeed(t *testing.T) {
@@ -124,6 +127,40 @@ func TestMemoryReaderListsBySelector(t *testing.T) {
 	newer := m.with(change{old: pod, new: nil})
 	g.Expect(apierrors.IsNotFound(newer.Get(t.Context(), client.ObjectKey{Namespace: "b", Name: "p3"}, &corev1.Pod{}))).To(BeTrue())
 	g.Expect(m.Get(t.Context(), client.ObjectKey{Namespace: "b", Name: "p3"}, &corev1.Pod{})).To(Succeed())
+}
+
+func TestMemoryReaderListsByIndex(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	byApp := framework.FieldIndex{Object: &corev1.Pod{}, Field: "app", Extract: func(o client.Object) []string {
+		if v, ok := o.GetLabels()["app"]; ok {
+			return []string{v}
+		}
+		return nil
+	}}
+	indexes, err := memoryIndexes(scheme, []framework.FieldIndex{byApp})
+	g.Expect(err).NotTo(HaveOccurred())
+	m := newMemoryReader(scheme, []client.Object{
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", Labels: map[string]string{"app": "x"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{"app": "y"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p3"}},
+	})
+	m.indexes = indexes
+	list := &corev1.PodList{}
+	g.Expect(m.List(t.Context(), list, client.InNamespace("a"), client.MatchingFields{"app": "y"})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	g.Expect(list.Items[0].Name).To(Equal("p2"))
+
+	// A newer view keeps the indexes.
+	newer := m.with(change{new: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p4", Labels: map[string]string{"app": "y"}}}})
+	g.Expect(newer.List(t.Context(), list, client.InNamespace("a"), client.MatchingFields{"app": "y"})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(2))
+
+	// As a cache: a field nobody indexed, or an inexact match, is an error,
+	// not a silent list of everything.
+	g.Expect(m.List(t.Context(), list, client.MatchingFields{"spec.nodeName": "n1"})).To(MatchError(ContainSubstring(`no index on Pod by "spec.nodeName"`)))
+	g.Expect(m.List(t.Context(), list, &client.ListOptions{FieldSelector: fields.OneTermNotEqualSelector("app", "x")})).To(MatchError(ContainSubstring("only exact matches")))
 }
 
 func TestEventsFollowWatchesAndPredicates(t *testing.T) {

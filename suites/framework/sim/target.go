@@ -20,6 +20,9 @@ type Target struct {
 	Scheme *runtime.Scheme
 	// StatusSubresources are the custom kinds whose status is a subresource.
 	StatusSubresources []client.Object
+	// Indexes are the field indexes the controller lists by, as its
+	// manager registers them; fresh and stale reads both honour them.
+	Indexes []framework.FieldIndex
 	// Watches say which object changes wake the controller, as its
 	// For/Owns/Watches and predicates do.
 	Watches []Watch
