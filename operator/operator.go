@@ -90,8 +90,12 @@ var (
 	NewFakeEtcd = etcdfake.New
 	// StatefulSetReadinessChanged is the predicate on owned StatefulSets.
 	StatefulSetReadinessChanged = controller.StatefulSetReadinessChanged
-	// DeletionStarted passes the update that sets a deletion timestamp.
-	DeletionStarted = controller.DeletionStarted
+	// FieldIndexes are the cache indexes the controller lists by; a fake
+	// client that serves it must have them.
+	FieldIndexes = controller.FieldIndexes
+	// ClusterChanged is the predicate on DatabaseClusters: spec changes,
+	// the start of deletion and the finalizer's arrival.
+	ClusterChanged = controller.ClusterChanged
 	// Quorum is the majority of a number of voting members.
 	Quorum = etcd.Quorum
 	// FaultTolerance is how many voting members can fail while a quorum remains.

@@ -74,8 +74,9 @@ func SimTarget(o SimOptions) sim.Target {
 		Name:               "databasecluster",
 		Scheme:             scheme,
 		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
+		Indexes:            FieldIndexes(),
 		Watches: []sim.Watch{
-			{Kind: &dbv1.DatabaseCluster{}, Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, operator.DeletionStarted())},
+			{Kind: &dbv1.DatabaseCluster{}, Predicate: operator.ClusterChanged()},
 			{Kind: &appsv1.StatefulSet{}, Predicate: stsPredicate, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &corev1.Service{}, Map: sim.OwnedBy("DatabaseCluster")},
 			{Kind: &corev1.ConfigMap{}, Map: sim.OwnedBy("DatabaseCluster")},

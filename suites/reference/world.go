@@ -2,6 +2,7 @@ package reference
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -70,6 +71,7 @@ func NewWorld(t testing.TB, objs ...client.Object) *World {
 	w.Client = framework.NewFakeClient(scheme, framework.FakeClientOptions{
 		Objects:            objs,
 		StatusSubresources: []client.Object{&dbv1.DatabaseCluster{}},
+		Indexes:            FieldIndexes(),
 		RESTMapper:         mapper,
 	})
 	w.Processes = &EtcdWorld{Client: w.Client, Etcd: w.Etcd, Namespace: w.Namespace}
@@ -124,4 +126,36 @@ func Request(c *dbv1.DatabaseCluster) reconcile.Request {
 // Get re-reads obj from the fake API.
 func (w *World) Get(ctx context.Context, obj client.Object) error {
 	return w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+}
+
+// AddFinalizer runs a new cluster's first pass, which adds the finalizer
+// and writes nothing else, and fails the test if it does anything more or
+// less. Tests of what a pass does to a cluster's children start after it.
+func (w *World) AddFinalizer(t testing.TB, c *dbv1.DatabaseCluster) {
+	t.Helper()
+	mark := w.Writes.Len()
+	res, err := w.Reconciler.Reconcile(t.Context(), Request(c))
+	if err != nil || !res.IsZero() {
+		t.Fatalf("the finalizer pass: result %+v, error %v", res, err)
+	}
+	want := framework.Write{Verb: "patch", Kind: "DatabaseCluster", Key: client.ObjectKeyFromObject(c)}
+	if got := w.Writes.Since(mark); len(got) != 1 || got[0] != want {
+		t.Fatalf("the finalizer pass wrote %v; want only %v", got, want)
+	}
+	if err := w.Get(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(c.Finalizers, dbv1.Finalizer) {
+		t.Fatalf("the finalizer pass left finalizers %v", c.Finalizers)
+	}
+}
+
+// FieldIndexes are the operator's cache indexes, for fake clients and
+// simulations that serve it.
+func FieldIndexes() []framework.FieldIndex {
+	var out []framework.FieldIndex
+	for _, ix := range operator.FieldIndexes() {
+		out = append(out, framework.FieldIndex{Object: ix.Object, Field: ix.Field, Extract: ix.Extract})
+	}
+	return out
 }

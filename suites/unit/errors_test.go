@@ -35,6 +35,9 @@ func TestAPIErrorsAreReturnedForBackoff(t *testing.T) {
 			ctx := t.Context()
 			c := reference.NewCluster("default", "db").Build()
 			w := reference.NewWorld(t, c)
+			if tc.fault.Verb != "patch" {
+				w.AddFinalizer(t, c) // the faults below strike the pass that creates the children
+			}
 			w.Faults.Add(tc.fault)
 
 			errorsBefore := outcomeCount(t, w, "error")

@@ -53,7 +53,9 @@ func TestRestoreFromSnapshot(t *testing.T) {
 		}}
 	w.Driver.Env = append([]framework.EnvStep{jobs.Step}, w.Driver.Env...)
 
-	// The first pass creates db-0's claim and restore Job, nothing else.
+	// After the finalizer's, the first pass creates db-0's claim and
+	// restore Job, nothing else.
+	w.AddFinalizer(t, c)
 	_, err := w.Driver.Pass(ctx, reference.Request(c))
 	g.Expect(err).NotTo(HaveOccurred())
 	job := &batchv1.Job{}
@@ -97,6 +99,7 @@ func TestRestoreFromAMissingClaim(t *testing.T) {
 	c := reference.NewCluster("default", "restored").Build()
 	c.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "gone-snapshots", File: "gone.db"}}
 	w := reference.NewWorld(t, c)
+	w.AddFinalizer(t, c)
 
 	res, err := w.Driver.Pass(ctx, reference.Request(c))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -124,6 +127,7 @@ func TestMissingStorageClass(t *testing.T) {
 	c := reference.NewCluster("default", "db").Build()
 	c.Spec.Storage.StorageClassName = ptr.To("fast-ssd")
 	w := reference.NewWorld(t, c)
+	w.AddFinalizer(t, c)
 
 	_, err := w.Driver.Pass(ctx, reference.Request(c))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -150,6 +154,7 @@ func TestRestoreFromABucket(t *testing.T) {
 		Key:      "db-backup-20261124T030000Z.db",
 	}}
 	w := reference.NewWorld(t, c)
+	w.AddFinalizer(t, c)
 	_, err := w.Driver.Pass(ctx, reference.Request(c))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(w.Get(ctx, c)).To(Succeed())

@@ -82,10 +82,13 @@ func MemberName(c *dbv1.DatabaseCluster, ordinal int) string {
 	return fmt.Sprintf("%s-%d", StatefulSetName(c), ordinal)
 }
 
+// SelectorLabelName is the LabelName of every member pod.
+const SelectorLabelName = "etcd"
+
 // SelectorLabels select the member pods of one cluster.
 func SelectorLabels(c *dbv1.DatabaseCluster) map[string]string {
 	return map[string]string{
-		LabelName:     "etcd",
+		LabelName:     SelectorLabelName,
 		LabelInstance: c.Name,
 	}
 }

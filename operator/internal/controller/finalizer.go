@@ -26,28 +26,37 @@ const (
 var errNoSnapshotter = errors.New("no snapshotter is configured: the final snapshot cannot be taken; set spec.deletionPolicy to Delete to delete without one")
 
 // ensureFinalizer adds the finalizer before any child exists, so that no
-// deletion can skip the delete path.
+// deletion can skip the delete path. The pass that adds it ends there, as
+// cluster-api's controllers do: it has observed nothing worth a status
+// write, and the finalizer's own update event (FinalizerAdded) starts the
+// pass that creates the children, on a cache that already holds it. The
+// creating pass, the longest of a cluster's life, is one API round trip
+// shorter for it.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if controllerutil.ContainsFinalizer(s.cluster, dbv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	var err error
 	if bug(BugStaleSpecOverwrite) {
 		// Wrong on purpose: merge-patches the whole object it read, without
 		// a resourceVersion. Harmless on a fresh read; on a stale one it
 		// puts an old spec back over the user's change.
 		controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
 		s.cluster.ResourceVersion = ""
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, s.cluster, client.Merge))
+		err = r.Client.Patch(ctx, s.cluster, client.Merge)
+	} else {
+		base := s.cluster.DeepCopy()
+		controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
+		err = r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	}
-	base := s.cluster.DeepCopy()
-	controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
-	switch err := r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); {
+	switch {
 	case apierrors.IsNotFound(err):
 		s.stop = true // deleted meanwhile: nothing left to do
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 	}
+	s.stop, s.finalizerPass = true, true
 	return ctrl.Result{}, nil
 }
 

@@ -87,7 +87,7 @@ func (r *Reconciler) readMembers(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(s.cluster.Namespace),
-		client.MatchingLabels(builders.SelectorLabels(s.cluster))); err != nil {
+		client.MatchingFields{PodsByCluster: s.cluster.Name}, client.MatchingLabels(builders.SelectorLabels(s.cluster))); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing member pods: %w", err)
 	}
 	s.pods = pods.Items

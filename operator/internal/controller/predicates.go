@@ -2,8 +2,11 @@ package controller
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
 // StatefulSetReadinessChanged lets an owned StatefulSet's update through when
@@ -41,6 +44,14 @@ func readinessChanged(a, b appsv1.StatefulSetStatus) bool {
 		a.UpdateRevision != b.UpdateRevision
 }
 
+// ClusterChanged says which DatabaseCluster events start a pass: a spec
+// change (a new generation), the start of deletion, and the arrival of the
+// finalizer, which starts the pass that creates the children. Status writes,
+// the controller's own, start none.
+func ClusterChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, DeletionStarted(), FinalizerAdded())
+}
+
 // DeletionStarted lets an update through when it sets the deletion timestamp,
 // so that the delete path runs even if the generation did not move.
 func DeletionStarted() predicate.Predicate {
@@ -50,6 +61,20 @@ func DeletionStarted() predicate.Predicate {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// FinalizerAdded lets an update through when it adds the operator's
+// finalizer: the pass that adds it ends there, and this event starts the
+// pass that creates the children, on a cache that holds the finalizer.
+func FinalizerAdded() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !controllerutil.ContainsFinalizer(e.ObjectOld, dbv1.Finalizer) && controllerutil.ContainsFinalizer(e.ObjectNew, dbv1.Finalizer)
 		},
 	}
 }

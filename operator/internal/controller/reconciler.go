@@ -156,8 +156,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return runPhases(ctx, s, r.reconcileDelete)
 	}
 	return runPhases(ctx, s,
-		r.ensureFinalizer,
 		r.validateSpec,
+		r.ensureFinalizer,
 		r.reconcileServices,
 		r.bugEarlyStatus,
 		r.readMembersConfig,
@@ -226,10 +226,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, o SetupOptions) error {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 1
 	}
+	if err := registerIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(o.Name).
-		For(&dbv1.DatabaseCluster{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, DeletionStarted()))).
+		For(&dbv1.DatabaseCluster{}, builder.WithPredicates(ClusterChanged())).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(o.StatefulSetPredicate)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

@@ -16,6 +16,9 @@ import (
 type scope struct {
 	cluster        *dbv1.DatabaseCluster
 	originalStatus *dbv1.DatabaseClusterStatus
+	// finalizerPass is true when the pass only added the finalizer: it
+	// observed nothing, so it writes no status.
+	finalizerPass bool
 
 	// statefulSet is the StatefulSet as read before this pass applied it (nil
 	// when it did not exist); statefulSetChanged is true when this pass

@@ -242,8 +242,12 @@ func keepOr(o observation, t string, s metav1.ConditionStatus, reason, msg strin
 
 // writeStatus computes status from the pass's observation and writes it with
 // one patch to the status subresource, only when it changed. observedGeneration
-// moves only when the pass succeeded: no error, not deleting, not blocked.
+// moves only when the pass succeeded: no error, not deleting, not blocked. A
+// pass that only added the finalizer writes nothing.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passErr error) error {
+	if s.finalizerPass {
+		return nil
+	}
 	c := s.cluster
 	st := &c.Status
 	o := s.observation()
