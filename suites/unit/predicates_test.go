@@ -2,10 +2,12 @@ package unit
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -77,4 +79,47 @@ func TestStatefulSetPredicate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterChangedPredicate drives the DatabaseCluster watch's predicate
+// with the updates a new cluster's life produces: the finalizer pass's own
+// update must start the pass that creates the children (nothing else would:
+// the generation did not move), the status writes must start none, and a
+// spec change or the start of deletion must start one.
+func TestClusterChangedPredicate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	p := operator.ClusterChanged()
+	c := reference.NewCluster("default", "db").Build()
+	w := reference.NewWorld(t, c)
+	passes := func(old, cur *dbv1.DatabaseCluster) bool {
+		return p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: cur})
+	}
+	g.Expect(p.Create(event.CreateEvent{Object: c})).To(BeTrue(), "a new cluster starts a pass")
+
+	before := c.DeepCopy()
+	w.AddFinalizer(t, c)
+	g.Expect(passes(before, c)).To(BeTrue(), "the finalizer's arrival must start the creating pass")
+	g.Expect(c.Generation).To(Equal(before.Generation), "adding a finalizer does not move the generation")
+
+	before = c.DeepCopy()
+	_, err := w.Reconciler.Reconcile(ctx, reference.Request(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Get(ctx, c)).To(Succeed())
+	g.Expect(c.Status.Conditions).NotTo(BeEmpty(), "the creating pass writes status")
+	g.Expect(passes(before, c)).To(BeFalse(), "the controller's own status write must not start a pass")
+
+	before = c.DeepCopy()
+	c.Spec.Replicas = ptr.To[int32](5)
+	c.Generation++
+	g.Expect(passes(before, c)).To(BeTrue(), "a spec change starts a pass")
+
+	before = c.DeepCopy()
+	c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	g.Expect(passes(before, c)).To(BeTrue(), "the start of deletion starts a pass")
+
+	// Removing the finalizer (the end of deletion) is not an arrival.
+	before = c.DeepCopy()
+	c.Finalizers = nil
+	g.Expect(passes(before, c)).To(BeFalse())
 }
