@@ -219,8 +219,9 @@ func cachedClient(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ix := framework.PodControllerIndex; c.IndexField(ctx, ix.Object, ix.Field, ix.Extract) != nil {
-		t.Fatal(err)
+	ix := framework.PodControllerIndex
+	if err := c.IndexField(ctx, ix.Object, ix.Field, ix.Extract); err != nil {
+		t.Fatalf("indexing the harness cache by %s: %v", ix.Field, err)
 	}
 	go func() {
 		if err := c.Start(ctx); err != nil {

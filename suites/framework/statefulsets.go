@@ -331,9 +331,11 @@ func nextToRoll(pods map[int]*corev1.Pod, replicas, partition int, updateRev str
 
 func (s *StatefulSetSimulator) podsOf(ctx context.Context, sts *appsv1.StatefulSet) (map[int]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	opts := []client.ListOption{client.InNamespace(sts.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)}
+	opts := []client.ListOption{client.InNamespace(sts.Namespace)}
 	if s.CachedReads {
-		opts = []client.ListOption{client.InNamespace(sts.Namespace), client.MatchingFields{PodControllerIndex.Field: string(sts.UID)}, client.UnsafeDisableDeepCopy}
+		opts = append(opts, client.MatchingFields{PodControllerIndex.Field: string(sts.UID)}, client.UnsafeDisableDeepCopy)
+	} else {
+		opts = append(opts, client.MatchingLabels(sts.Spec.Selector.MatchLabels))
 	}
 	if err := s.Client.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("simulator: listing pods of %s: %w", sts.Name, err)
@@ -420,8 +422,8 @@ func PodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// setPodReady moves a pod's readiness to ready and returns the pod as
-// written, or nil when it already was. It never modifies p, which may be
+// setPodReady makes a pod Running with its readiness set to ready and
+// returns the pod as written, or nil when it already was. It never modifies p, which may be
 // the cache's own object.
 func (s *StatefulSetSimulator) setPodReady(ctx context.Context, p *corev1.Pod, ready bool) (*corev1.Pod, error) {
 	status := corev1.ConditionFalse

@@ -55,26 +55,27 @@ func ClusterChanged() predicate.Predicate {
 // DeletionStarted lets an update through when it sets the deletion timestamp,
 // so that the delete path runs even if the generation did not move.
 func DeletionStarted() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
-	}
+	return updatesWhere(func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	})
 }
 
 // FinalizerAdded lets an update through when it adds the operator's
 // finalizer: the pass that adds it ends there, and this event starts the
 // pass that creates the children, on a cache that holds the finalizer.
 func FinalizerAdded() predicate.Predicate {
+	return updatesWhere(func(e event.UpdateEvent) bool {
+		return !controllerutil.ContainsFinalizer(e.ObjectOld, dbv1.Finalizer) && controllerutil.ContainsFinalizer(e.ObjectNew, dbv1.Finalizer)
+	})
+}
+
+// updatesWhere passes the updates f accepts and no create, delete or
+// generic event (predicate.Funcs passes those when their func is unset).
+func updatesWhere(f func(event.UpdateEvent) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !controllerutil.ContainsFinalizer(e.ObjectOld, dbv1.Finalizer) && controllerutil.ContainsFinalizer(e.ObjectNew, dbv1.Finalizer)
-		},
+		UpdateFunc:  f,
 	}
 }
