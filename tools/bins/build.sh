@@ -183,7 +183,7 @@ build_k8s() { # build_k8s <cmd> <v>: cmd is kube-apiserver or kubectl
 
 build_versitygw() { # build_versitygw <v>
 	local v=$1 out="$BIN/versitygw/$1/versitygw" mod="$SCRIPT_DIR/versitygw/$1" tmp start
-	if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -qF "${v}"; then
+	if [[ -x "$out" ]] && grep -qF "${v}" <<<"$("$out" --version 2>/dev/null)"; then
 		log "reusing bin/versitygw/$v/versitygw ($v)"
 		return 0
 	fi

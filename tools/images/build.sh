@@ -40,7 +40,7 @@ build() { # build <image> <context dir> <dockerfile text>
 
 static_or_die() { # static_or_die <binary>: FROM scratch has no libc
 	command -v file >/dev/null || return 0
-	if ! file "$1" | grep -q 'statically linked'; then
+	if ! grep -q 'statically linked' <<<"$(file "$1")"; then
 		echo "error: $1 is not a static binary (FROM scratch cannot run it): $(file "$1")" >&2
 		exit 1
 	fi

@@ -139,13 +139,13 @@ go_binary() {
   local name=$1 tmp=$OUT/.tmp-$1; shift
   rm -f "$tmp"; mkdir -p "$OUT"
   gomod "${NICE[@]}" "$@" -ldflags "$LDFLAGS" -o "$tmp" "$PKG/cmd/$name"
-  "$tmp" --version | grep -q "GitVersion:\"$CHAOS_TAG\""
+  grep -q "GitVersion:\"$CHAOS_TAG\"" <<<"$("$tmp" --version)"
   install_binary "$tmp" "$OUT/$name" "$(bin_inputs)"
 }
 step_controller() {
   go_binary chaos-controller-manager "${CONTROLLER_BUILD[@]}"
   if command -v file >/dev/null; then
-    file "$OUT/chaos-controller-manager" | grep -q 'statically linked' \
+    grep -q 'statically linked' <<<"$(file "$OUT/chaos-controller-manager")" \
       || { echo "chaos-controller-manager is not static: FROM scratch cannot run it" >&2; return 1; }
   fi
 }
@@ -176,7 +176,7 @@ step_rootfs() {
   # like upstream's image: legacy iptables in the pods' network namespaces
   chroot "$dir" update-alternatives --set iptables /usr/sbin/iptables-legacy >/dev/null
   chroot "$dir" update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy >/dev/null
-  chroot "$dir" iptables -V | grep -q legacy
+  grep -q legacy <<<"$(chroot "$dir" iptables -V)"
   # trim: package caches, apt lists, docs except copyrights, man pages, locales
   rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/var/log/*.log \
     "$dir"/usr/share/man "$dir"/usr/share/info "$dir"/usr/share/locale/*
@@ -195,7 +195,7 @@ step_controller_image() {
   cp "$OUT/chaos-controller-manager" "$ctx/"
   dbuild "$CONTROLLER_IMAGE" "$ctx" "$CONTROLLER_DOCKERFILE" "$(controller_image_inputs)"
   rm -rf "$ctx"
-  docker run --rm "$CONTROLLER_IMAGE" --version | grep -q "GitVersion:\"$CHAOS_TAG\""
+  grep -q "GitVersion:\"$CHAOS_TAG\"" <<<"$(docker run --rm "$CONTROLLER_IMAGE" --version)"
   log "  $CONTROLLER_IMAGE: $(image_size "$CONTROLLER_IMAGE")"
 }
 step_daemon_image() {
@@ -206,7 +206,7 @@ step_daemon_image() {
   dbuild "$DAEMON_IMAGE" "$ctx" "$DAEMON_DOCKERFILE" "$(daemon_image_inputs)"
   rm -rf "$ctx"
   # the daemon is linked against the build host's glibc: check that it runs on the image's
-  docker run --rm "$DAEMON_IMAGE" --version | grep -q "GitVersion:\"$CHAOS_TAG\""
+  grep -q "GitVersion:\"$CHAOS_TAG\"" <<<"$(docker run --rm "$DAEMON_IMAGE" --version)"
   log "  $DAEMON_IMAGE: $(image_size "$DAEMON_IMAGE")"
 }
 

@@ -97,7 +97,7 @@ step_k8s() {
   local pkgs=() c
   for c in "${K8S_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   (cd src/k8s && "${NICE[@]}" go build -trimpath -tags providerless -ldflags "$(k8s_ldflags)" -o "$tmp/" "${pkgs[@]}")
-  "$tmp/kubeadm" version -o short | grep -qx "$K8S_VERSION"
+  grep -qx "$K8S_VERSION" <<<"$("$tmp/kubeadm" version -o short)"
   rm -rf "$K8S_BIN"; mv "$tmp" "$K8S_BIN"
 }
 
@@ -107,7 +107,7 @@ step_etcd() {
   gomod src/etcd
   mkdir -p "$ETCD_BIN.tmp"
   (cd src/etcd && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN.tmp/etcd" .)
-  "$ETCD_BIN.tmp/etcd" --version | grep -q "etcd Version: ${ETCD_VERSION#v}"
+  grep -q "etcd Version: ${ETCD_VERSION#v}" <<<"$("$ETCD_BIN.tmp/etcd" --version)"
   rm -rf "$ETCD_BIN"; mv "$ETCD_BIN.tmp" "$ETCD_BIN"
 }
 
@@ -117,7 +117,7 @@ step_coredns() {
   gomod src/coredns
   mkdir -p "$COREDNS_BIN.tmp"
   (cd src/coredns && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$COREDNS_BIN.tmp/coredns" github.com/coredns/coredns)
-  "$COREDNS_BIN.tmp/coredns" -version | grep -q "CoreDNS-${COREDNS_VERSION#v}"
+  grep -q "CoreDNS-${COREDNS_VERSION#v}" <<<"$("$COREDNS_BIN.tmp/coredns" -version)"
   rm -rf "$COREDNS_BIN"; mv "$COREDNS_BIN.tmp" "$COREDNS_BIN"
 }
 
