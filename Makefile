@@ -101,6 +101,10 @@ verify-generated: manifests generate chaos-crds ## Fail when generated files dif
 	  git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; \
 	fi; echo "generated files are up to date"
 
+.PHONY: verify
+verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list).
+	@ci/verify-tree.sh
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.
 	$(GOLANGCI_LINT) run ./...
@@ -124,7 +128,7 @@ gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell 
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated build test-unit test-report test-etcd test-int test-sim ## Run lint, the generated-files check, the build and every hermetic tier.
+test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
