@@ -52,17 +52,19 @@ GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/w
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot ./operator/internal/backup/... ./operator/cmd/backup
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./chaos/... ./suites/chaos/... ./tools/gauntlet/... ./tools/browser/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$')
+UNIT_PKGS = $(shell go list ./operator/... ./framework/... ./cluster/... ./chaos/... ./cmd/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./suites/chaos/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$' -e '/framework/sim$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
-# The harness libraries an adopter takes alone are a Go module of their own,
-# so that taking them pulls no kind, kuttl or Chaos Mesh: suites/framework
-# (the unit, envtest and simulation libraries). Each example operator under
-# suites/examples is a module too, consuming the framework as an outside
-# operator would. The root module requires the framework through a replace
-# directive.
+# The Go modules of this repository, tied together by go.work: the root
+# (test suites, CLI), the libraries an adopter takes on their own (framework,
+# cluster, chaos), the reference operator, and each example operator under
+# suites/examples, which consumes the libraries as an outside operator would.
 EXAMPLE_MODULES := $(patsubst %/go.mod,%,$(wildcard suites/examples/*/go.mod))
-LIB_MODULES := suites/framework $(EXAMPLE_MODULES)
+LIB_MODULES := framework cluster chaos
+MODULES := . operator $(LIB_MODULES) $(EXAMPLE_MODULES)
+# Package patterns that cover every module from the root (./... stops at a
+# nested module's folder).
+ALL_PKGS := ./... $(patsubst %,./%/...,$(filter-out .,$(MODULES)))
 
 ##@ General
 
@@ -91,7 +93,11 @@ chaos-crds: $(CONTROLLER_GEN) ## Generate the Chaos Mesh CRDs into chaos/install
 
 .PHONY: fmt
 fmt: ## Run gofmt on every module.
-	gofmt -s -w operator suites chaos tools
+	gofmt -s -w operator framework cluster chaos cmd suites tools
+
+.PHONY: tidy
+tidy: ## Run go mod tidy in every module (each requires the others by version; go.work ties them together).
+	@ci/tidy.sh
 
 .PHONY: verify-generated
 verify-generated: manifests generate chaos-crds ## Fail when generated files differ from what is committed.
@@ -107,8 +113,7 @@ verify: ## Fail when git tracks build output (an executable, or a file over 1 Mi
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.
-	$(GOLANGCI_LINT) run ./...
-	@for m in $(LIB_MODULES); do echo ">> lint $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...) || exit 1; done
+	$(GOLANGCI_LINT) run --allow-serial-runners $(ALL_PKGS)
 	$(ACTIONLINT) -color=false
 
 ##@ Build
@@ -123,7 +128,7 @@ manager: ## Build the manager and the backup program (both in the operator image
 
 .PHONY: gauntlet
 gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./tools/gauntlet
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./cmd/gauntlet
 
 ##@ Test
 
@@ -134,11 +139,10 @@ test: verify lint verify-generated build test-unit test-report test-etcd test-in
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 -skip '^TestBrowser' $(UNIT_PKGS)
-	cd suites/framework && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit-framework.xml -- -count=1 $$(go list ./... | grep -v /sim)
 
 # The browser tests (TestBrowser*) need Chromium: test-report installs
 # Debian's when missing and requires it.
-BROWSER_PKGS := ./tools/browser ./chaos/htmlreport
+BROWSER_PKGS := ./chaos/htmlreport/...
 
 .PHONY: test-report
 test-report: $(GOTESTSUM) ## The HTML chaos report of a recorded run, and the browser checker, in Debian's headless Chromium (installed when missing); screenshot in artifacts/report-screenshot.png.
@@ -163,7 +167,7 @@ SEEDS ?= 5000
 test-sim: $(GOTESTSUM) ## Simulation tier: seeded faults and perturbations, invariants, every bug variant caught (< 2 min).
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim.xml -- -count=1 -timeout 10m $(SIM_PKGS)
-	cd suites/framework && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-lib.xml -- -count=1 -timeout 10m ./sim/...
+	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-lib.xml -- -count=1 -timeout 10m ./framework/sim/...
 	@for m in $(EXAMPLE_MODULES); do (cd $$m && $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-$$(basename $$m).xml -- -count=1 -timeout 10m ./...) || exit 1; done
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-sim-bugs.xml -- -count=1 -timeout 10m -tags gauntlet_bugs -run TestSimulationFindsEveryBug -v ./suites/simulation
 

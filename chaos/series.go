@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // SeriesBucket is the width of the workload's buckets in a Series.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a headless Chromium answers, for the browser checks of the HTML
-# chaos report (tools/browser). If one already does ($GAUNTLET_CHROMIUM, or
+# chaos report (chaos/htmlreport/browser). If one already does ($GAUNTLET_CHROMIUM, or
 # chromium on PATH), nothing is touched. Otherwise, on a Debian machine, it
 # installs Debian's chromium package (no recommends; no network is needed by
 # the checks themselves). Prints the binary's path last, on its own line, so

@@ -33,10 +33,10 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/chaos"
-	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // Options describe where and what to run.

@@ -28,7 +28,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // RunOptions select and shape a run of the set.

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gauntlet-dev/gauntlet/chaos"
-	"github.com/gauntlet-dev/gauntlet/tools/browser"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport/browser"
 )
 
 // TestBrowserRecordedRun renders the report of a real run (its report.json

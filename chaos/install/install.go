@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
 // Defaults of Options.

@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // TestInstallE2E installs Chaos Mesh on a fresh kind cluster, installs it

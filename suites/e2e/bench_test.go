@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/e2e"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 var rounds = flag.Int("rounds", 5, "bring-up rounds of TestBenchBringUp")

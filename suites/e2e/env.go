@@ -26,10 +26,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1alpha1 "github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // Options describe the environment.

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
 

@@ -3,7 +3,7 @@
 // wires the reconciler to the fake client, the StatefulSet simulator, a
 // scripted etcd and a scripted snapshotter. It is what another operator's
 // team would write for their own operator; the harness itself lives in
-// suites/framework and knows nothing of this one.
+// framework and knows nothing of this one.
 package reference
 
 import (

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
 )
 
 // EtcdWorld plays the etcd processes in the member pods of the fake API, by

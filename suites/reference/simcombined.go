@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 )
 
 // Operations the world can observe in flight when a member fails.

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/operator"
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 )
 
 // SimOptions vary the reference target.

@@ -3,7 +3,7 @@ package simulation
 import (
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/operator"
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
 )
 

@@ -28,7 +28,7 @@ fi
 if [ ! -x "$dir/manager" ]; then
 	log "building the manager of $ref ..."
 	start=$SECONDS
-	(cd "$dir/src" && CGO_ENABLED=0 go build -trimpath -o "$dir/manager" ./operator/cmd)
+	(cd "$dir/src" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$dir/manager" ./operator/cmd)
 	log "building the manager of $ref ... done in $((SECONDS - start))s"
 fi
 # The release had no backup program; the image is built the same way with

@@ -4,7 +4,7 @@
 // the reference operator; it is what another team writes to adopt the
 // harness.
 //
-// Adopting the simulation library (suites/framework/sim) takes four steps:
+// Adopting the simulation library (framework/sim) takes four steps:
 //
 //  1. Write a sim.Target (see newTarget in sim_test.go). Watches mirror the
 //     controller's For/Owns and predicates. Setup creates the initial

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
-	"github.com/gauntlet-dev/gauntlet/suites/framework/sim"
+	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/sim"
 )
 
 const (

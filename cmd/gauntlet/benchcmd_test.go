@@ -7,7 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/tools/gauntlet/bench"
+	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bench"
 )
 
 func TestBenchTableAndCompare(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/tools/gauntlet/bench"
+	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bench"
 )
 
 // errRegressed is a comparison that found a regression: printed, exit status 1.

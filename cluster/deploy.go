@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // RenderKustomization builds a kustomization directory (as `kubectl

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
-	"github.com/gauntlet-dev/gauntlet/suites/framework"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // Environment variables of the cluster backend.
