@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -122,7 +122,7 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 }
 
 // judge turns every assertion into a check.
-func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Ledger, before operatorState) error {
+func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, before operatorState) error {
 	a := r.s.Spec.Assertions
 	ph := r.res.Phases
 	from := map[string]time.Time{scenario.FromRequested: ph.Requested, scenario.FromInjected: ph.Injected, scenario.FromHealed: ph.Healed}
@@ -166,7 +166,7 @@ func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Le
 		return fmt.Errorf("reading the operator after the heal: %w", err)
 	}
 	f.OperatorRestarts = restarts(before, after)
-	c := chaos.Check{Kind: "operator", Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", a.OperatorRestarts)}
+	c := report.Check{Kind: "operator", Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", a.OperatorRestarts)}
 	if f.OperatorRestarts > a.OperatorRestarts {
 		c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, a.OperatorRestarts)
 	}
@@ -194,7 +194,7 @@ func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Le
 			return fmt.Errorf("watching owned objects after convergence: %w", err)
 		}
 		f.UnstableObjects = changed
-		c := chaos.Check{Kind: "operator", Name: "owned objects stable once converged", Value: "unchanged", Budget: "unchanged for " + stable.String()}
+		c := report.Check{Kind: "operator", Name: "owned objects stable once converged", Value: "unchanged", Budget: "unchanged for " + stable.String()}
 		if len(changed) > 0 {
 			c.Value = fmt.Sprint(changed)
 			c.Violation = "owned objects still changing after convergence: " + fmt.Sprint(changed)
@@ -205,13 +205,13 @@ func (r *run) judge(ctx context.Context, tl *chaos.Timeline, ledger *workload.Le
 }
 
 // conditionCheck judges one condition assertion from the timeline.
-func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion, from map[string]time.Time) (chaos.Check, error) {
+func (r *run) conditionCheck(tl *Timeline, ca scenario.ConditionAssertion, from map[string]time.Time) (report.Check, error) {
 	what := ca.Type
 	var prg *program
 	if ca.CEL != "" {
 		ps, err := compile([]string{ca.CEL})
 		if err != nil {
-			return chaos.Check{}, err
+			return report.Check{}, err
 		}
 		prg, what = &ps[0], ca.CEL
 		if ca.Name != "" {
@@ -220,7 +220,7 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 	}
 	ph := r.res.Phases
 	if ca.Never != "" {
-		c := chaos.Check{Kind: "condition", Name: fmt.Sprintf("%s never %s during the fault", what, ca.Never), Value: "held", Budget: "never " + ca.Never}
+		c := report.Check{Kind: "condition", Name: fmt.Sprintf("%s never %s during the fault", what, ca.Never), Value: "held", Budget: "never " + ca.Never}
 		var ever bool
 		if prg != nil {
 			ever = everCEL(tl, *prg, ca.Never == "true", ph.Requested, ph.Healed)
@@ -236,7 +236,7 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 		}
 		return c, nil
 	}
-	c := chaos.Check{Kind: "condition", Name: fmt.Sprintf("%s=%s after %s", what, ca.Status, ca.After), Budget: "≤ " + ca.Within.Duration.String()}
+	c := report.Check{Kind: "condition", Name: fmt.Sprintf("%s=%s after %s", what, ca.Status, ca.After), Budget: "≤ " + ca.Within.Duration.String()}
 	t0, known := from[ca.After]
 	if ca.After == scenario.FromRecovered && !known {
 		c.Value = "-"
@@ -261,20 +261,20 @@ func (r *run) conditionCheck(tl *chaos.Timeline, ca scenario.ConditionAssertion,
 	if ok {
 		d = at.Sub(t0)
 	}
-	c.Value = chaos.FormatDuration(d)
+	c.Value = report.FormatDuration(d)
 	switch {
 	case !ok:
 		c.Violation = fmt.Sprintf("%s=%s never happened after %s (budget %s)", what, ca.Status, ca.After, ca.Within.Duration)
 	case d > ca.Within.Duration:
-		c.Violation = fmt.Sprintf("%s=%s %s after %s, over the budget of %s", what, ca.Status, chaos.FormatDuration(d), ca.After, ca.Within.Duration)
+		c.Violation = fmt.Sprintf("%s=%s %s after %s, over the budget of %s", what, ca.Status, report.FormatDuration(d), ca.After, ca.Within.Duration)
 	}
 	return c, nil
 }
 
 // firstCEL is when, at or after from, the expression first gave want.
-func firstCEL(tl *chaos.Timeline, p program, want bool, from time.Time) (time.Time, bool) {
+func firstCEL(tl *Timeline, p program, want bool, from time.Time) (time.Time, bool) {
 	objs := tl.Objects()
-	var inForce *chaos.ObjectSample
+	var inForce *ObjectSample
 	for i := range objs {
 		if objs[i].At.After(from) {
 			break
@@ -297,7 +297,7 @@ func firstCEL(tl *chaos.Timeline, p program, want bool, from time.Time) (time.Ti
 }
 
 // everCEL tells whether the expression gave want at any moment in [from, to].
-func everCEL(tl *chaos.Timeline, p program, want bool, from, to time.Time) bool {
+func everCEL(tl *Timeline, p program, want bool, from, to time.Time) bool {
 	at, ok := firstCEL(tl, p, want, from)
 	return ok && !at.After(to)
 }
@@ -306,7 +306,7 @@ func everCEL(tl *chaos.Timeline, p program, want bool, from, to time.Time) bool 
 // good (a pod replaced under the same name counts once its replacement
 // is), read from the observer's pod events: a pod that was ready at the
 // heal and stayed so counts from the heal.
-func recoveredAt(events []chaos.PodEvent, targets []chaos.Pods, healed time.Time) (time.Time, bool) {
+func recoveredAt(events []report.PodEvent, targets []Pods, healed time.Time) (time.Time, bool) {
 	at := healed
 	for _, t := range targets {
 		for _, name := range t.Names {
@@ -317,9 +317,9 @@ func recoveredAt(events []chaos.PodEvent, targets []chaos.Pods, healed time.Time
 					continue
 				}
 				switch e.Event {
-				case chaos.PodReady:
+				case report.PodReady:
 					ready, since = true, e.At
-				case chaos.PodNotReady, chaos.PodDeleted, chaos.PodCreated:
+				case report.PodNotReady, report.PodDeleted, report.PodCreated:
 					ready = false
 				}
 			}
@@ -346,7 +346,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		return fmt.Errorf("reading back the acknowledged writes: %w", err)
 	}
 	f.WritesLost = len(lost)
-	c := chaos.Check{Kind: "workload", Name: "acknowledged writes lost", Value: fmt.Sprint(len(lost)), Budget: "0"}
+	c := report.Check{Kind: "workload", Name: "acknowledged writes lost", Value: fmt.Sprint(len(lost)), Budget: "0"}
 	if len(lost) > 0 {
 		c.Violation = fmt.Sprintf("%d acknowledged writes lost, the first %s=%s (revision %d): %s", len(lost), lost[0].Op.Key, lost[0].Op.Value, lost[0].Op.Revision, lost[0].Reason)
 	}
@@ -356,7 +356,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		return fmt.Errorf("checking linearizability: %w", err)
 	}
 	f.Linearizable, f.Operations = string(lin.Result), lin.Operations
-	c = chaos.Check{Kind: "workload", Name: "history linearizable", Value: f.Linearizable, Budget: "Ok"}
+	c = report.Check{Kind: "workload", Name: "history linearizable", Value: f.Linearizable, Budget: "Ok"}
 	if f.Linearizable != "Ok" {
 		c.Violation = "history not proven linearizable: " + f.Linearizable
 	}
@@ -379,14 +379,14 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		return nil
 	}
 	if wa.WritesResumeWithin.Duration > 0 {
-		c := chaos.Check{Kind: "workload", Name: "writes resume after the fault", Value: chaos.FormatDuration(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
+		c := report.Check{Kind: "workload", Name: "writes resume after the fault", Value: report.FormatDuration(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
 		if f.WritesResumeAfter > wa.WritesResumeWithin.Duration {
-			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", chaos.FormatDuration(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
+			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", report.FormatDuration(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
 		}
 		r.res.Checks = append(r.res.Checks, c)
 	}
 	if share := wa.MinFaultFreeShare; share != nil {
-		c := chaos.Check{Kind: "workload", Name: "operations during the fault, against a fault-free stretch as long",
+		c := report.Check{Kind: "workload", Name: "operations during the fault, against a fault-free stretch as long",
 			Value: fmt.Sprintf("%d of %d", f.OpsDuringFault, f.FaultFreeOps), Budget: fmt.Sprintf("≥ %.0f%%", *share*100)}
 		switch {
 		case f.FaultFreeOps == 0:
@@ -398,7 +398,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		r.res.Checks = append(r.res.Checks, c)
 	}
 	if wa.MinOperations > 0 {
-		c := chaos.Check{Kind: "workload", Name: "operations checked", Value: fmt.Sprint(f.Operations), Budget: fmt.Sprintf("≥ %d", wa.MinOperations)}
+		c := report.Check{Kind: "workload", Name: "operations checked", Value: fmt.Sprint(f.Operations), Budget: fmt.Sprintf("≥ %d", wa.MinOperations)}
 		if f.Operations < wa.MinOperations {
 			c.Violation = fmt.Sprintf("only %d operations checked (at least %d needed)", f.Operations, wa.MinOperations)
 		}
@@ -409,7 +409,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 
 // metricCheck judges one metric: its rise over the run, or its value
 // after the heal (polled for up to a minute, as a queue drains).
-func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, before operatorState, after *operatorState) (chaos.Check, error) {
+func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, before operatorState, after *operatorState) (report.Check, error) {
 	name := metricSelector(ma.Name, ma.Labels)
 	if ma.MaxIncrease != nil {
 		b, a := framework.SumSamples(before.families, ma.Name, ma.Labels), framework.SumSamples(after.families, ma.Name, ma.Labels)
@@ -417,7 +417,7 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 		if restarts(before, *after) > 0 {
 			rise = a // counters restart with the process: count what the new one saw
 		}
-		c := chaos.Check{Kind: "operator", Name: name + " rise", Value: fmt.Sprintf("+%v", rise), Budget: fmt.Sprintf("≤ %v", *ma.MaxIncrease)}
+		c := report.Check{Kind: "operator", Name: name + " rise", Value: fmt.Sprintf("+%v", rise), Budget: fmt.Sprintf("≤ %v", *ma.MaxIncrease)}
 		if rise > *ma.MaxIncrease {
 			c.Violation = fmt.Sprintf("%s rose by %v (budget %v)", name, rise, *ma.MaxIncrease)
 		}
@@ -440,7 +440,7 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 		got = framework.SumSamples(fams, ma.Name, ma.Labels)
 		return got == want, fmt.Sprintf("%v", got), nil
 	})
-	c := chaos.Check{Kind: "operator", Name: name + " after the heal", Value: fmt.Sprint(got), Budget: fmt.Sprint(want)}
+	c := report.Check{Kind: "operator", Name: name + " after the heal", Value: fmt.Sprint(got), Budget: fmt.Sprint(want)}
 	if err != nil {
 		c.Violation = fmt.Sprintf("%s is %v after the heal (want %v)", name, got, want)
 	}
@@ -509,8 +509,8 @@ type commandResult struct {
 	err       error
 }
 
-func (c commandResult) check() chaos.Check {
-	ch := chaos.Check{Kind: "workload", Name: "workload command in " + c.pod, Value: "exit 0", Budget: "exit 0"}
+func (c commandResult) check() report.Check {
+	ch := report.Check{Kind: "workload", Name: "workload command in " + c.pod, Value: "exit 0", Budget: "exit 0"}
 	if c.last != "" {
 		ch.Value += ": " + c.last
 	}
@@ -545,7 +545,7 @@ func (r *run) startCommand(ctx context.Context, c *scenario.Command) {
 	}()
 }
 
-// lastLine is the last non-blank line of s, cut to at most n bytes.
+// lastLine is the last non-blank line of s, cut to at most n bytes (n <= 0: not cut).
 func lastLine(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return cut(strings.TrimSpace(lines[len(lines)-1]), n)
@@ -561,7 +561,7 @@ func firstLine(s string, n int) string {
 }
 
 func cut(s string, n int) string {
-	if len(s) > n {
+	if n > 0 && len(s) > n {
 		return s[:n] + "…"
 	}
 	return s

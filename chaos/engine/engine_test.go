@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -40,11 +40,11 @@ func TestReadObjectsExpandsVariables(t *testing.T) {
 
 func TestNeeds(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(needs(scenario.ActionPartition)).To(Equal([]chaos.Feature{chaos.IPSet}))
-	g.Expect(needs(scenario.ActionDelay)).To(Equal([]chaos.Feature{chaos.Netem}))
+	g.Expect(needs(scenario.ActionPartition)).To(Equal([]Feature{IPSet}))
+	g.Expect(needs(scenario.ActionDelay)).To(Equal([]Feature{Netem}))
 	g.Expect(needs(scenario.ActionPodKill)).To(BeEmpty())
-	g.Expect(needs(scenario.ActionBandwidth)).To(Equal([]chaos.Feature{chaos.TBF}))
-	g.Expect(needs(scenario.ActionLoss)).To(Equal([]chaos.Feature{chaos.Netem}))
+	g.Expect(needs(scenario.ActionBandwidth)).To(Equal([]Feature{TBF}))
+	g.Expect(needs(scenario.ActionLoss)).To(Equal([]Feature{Netem}))
 }
 
 func TestRestarts(t *testing.T) {
@@ -79,7 +79,7 @@ func TestCELOverTheTimeline(t *testing.T) {
 	_, err = compile([]string{"self.status.("})
 	g.Expect(err).To(MatchError(ContainSubstring("CEL")))
 
-	tl := chaos.NewTimeline()
+	tl := NewTimeline()
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	tl.Record(at(0), object(3, 3, "Available", "True"))
@@ -178,11 +178,11 @@ func TestRoles(t *testing.T) {
 func TestBuildPartition(t *testing.T) {
 	g := NewWithT(t)
 	f := scenario.Fault{Action: scenario.ActionPartition}
-	target, peer := chaos.Pods{Namespace: "ns", Names: []string{"db-0"}}, chaos.Pods{Namespace: "ns", Names: []string{"db-1", "db-2"}}
+	target, peer := Pods{Namespace: "ns", Names: []string{"db-0"}}, Pods{Namespace: "ns", Names: []string{"db-1", "db-2"}}
 	exp, err := build("p", f, target, peer, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exp.Targets).To(HaveLen(2), "cut off from the peer's pods")
-	exp, err = build("p", f, target, chaos.Pods{}, []string{"10.96.0.1"})
+	exp, err = build("p", f, target, Pods{}, []string{"10.96.0.1"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exp.Targets).To(HaveLen(1), "cut off from addresses: only the target is a pod")
 	_, err = build("p", scenario.Fault{Action: "explode"}, target, peer, nil)
@@ -193,11 +193,11 @@ func TestConditionTimedFromAnotherCondition(t *testing.T) {
 	g := NewWithT(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	tl := chaos.NewTimeline()
+	tl := NewTimeline()
 	tl.Record(at(0), object(3, 3, "Available", "True"))
 	tl.Record(at(2), object(3, 2, "Available", "False"))
 	tl.Record(at(9), object(3, 3, "Available", "True"))
-	r := &run{res: &chaos.Result{Run: &chaos.Run{Phases: chaos.Phases{Requested: at(1), Injected: at(1), Healed: at(21)}}}}
+	r := &run{res: &report.Result{Run: &report.Run{Phases: report.Phases{Requested: at(1), Injected: at(1), Healed: at(21)}}}}
 	from := map[string]time.Time{scenario.FromRequested: at(1), scenario.FromInjected: at(1), scenario.FromHealed: at(21)}
 	recovery := func(within time.Duration) scenario.ConditionAssertion {
 		return scenario.ConditionAssertion{Type: "Available", Status: "True", Within: metav1.Duration{Duration: within}, After: "Available=False"}
@@ -237,25 +237,25 @@ func TestRecoveredAt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	healed := at(10)
-	targets := []chaos.Pods{{Namespace: "db", Names: []string{"db-0", "db-1"}}}
-	ev := func(s int, pod, what string) chaos.PodEvent {
-		return chaos.PodEvent{At: at(s), Pod: "db/" + pod, Event: what}
+	targets := []Pods{{Namespace: "db", Names: []string{"db-0", "db-1"}}}
+	ev := func(s int, pod, what string) report.PodEvent {
+		return report.PodEvent{At: at(s), Pod: "db/" + pod, Event: what}
 	}
 
 	got, ok := recoveredAt(nil, targets, healed)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got).To(Equal(healed), "never unready: recovered at the heal")
 
-	events := []chaos.PodEvent{
-		ev(2, "db-0", chaos.PodDeleted), ev(2, "db-0", chaos.PodCreated), ev(13, "db-0", chaos.PodReady),
-		ev(3, "db-1", chaos.PodNotReady), ev(8, "db-1", chaos.PodReady),
-		ev(4, "db-2", chaos.PodNotReady), // not a target
+	events := []report.PodEvent{
+		ev(2, "db-0", report.PodDeleted), ev(2, "db-0", report.PodCreated), ev(13, "db-0", report.PodReady),
+		ev(3, "db-1", report.PodNotReady), ev(8, "db-1", report.PodReady),
+		ev(4, "db-2", report.PodNotReady), // not a target
 	}
 	got, ok = recoveredAt(events, targets, healed)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got).To(Equal(at(13)), "the replacement of db-0 ready at 13; db-1 was ready before the heal")
 
-	got, ok = recoveredAt(append(events, ev(15, "db-1", chaos.PodNotReady), ev(17, "db-1", chaos.PodReady)), targets, healed)
+	got, ok = recoveredAt(append(events, ev(15, "db-1", report.PodNotReady), ev(17, "db-1", report.PodReady)), targets, healed)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got).To(Equal(at(17)), "ready for good: a later flap moves the moment")
 

@@ -15,7 +15,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
@@ -30,7 +29,7 @@ type roles struct {
 }
 
 // pods resolves a role of pods on its own (see snapshot).
-func (r *roles) pods(ctx context.Context, name string) (chaos.Pods, error) {
+func (r *roles) pods(ctx context.Context, name string) (Pods, error) {
 	return r.snapshot().pods(ctx, name)
 }
 
@@ -38,35 +37,35 @@ func (r *roles) pods(ctx context.Context, name string) (chaos.Pods, error) {
 // so that the leader a fault targets is the leader its peer excludes, even
 // when the role is a random pick.
 func (r *roles) snapshot() *resolution {
-	return &resolution{roles: r, memo: map[string]chaos.Pods{}}
+	return &resolution{roles: r, memo: map[string]Pods{}}
 }
 
 type resolution struct {
 	*roles
-	memo map[string]chaos.Pods
+	memo map[string]Pods
 }
 
 // pods resolves a role of pods: its namespace and pod names, sorted.
-func (r *resolution) pods(ctx context.Context, name string) (chaos.Pods, error) {
+func (r *resolution) pods(ctx context.Context, name string) (Pods, error) {
 	if p, ok := r.memo[name]; ok {
-		return chaos.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}, nil
+		return Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}, nil
 	}
 	p, err := r.resolve(ctx, name)
 	if err == nil {
-		r.memo[name] = chaos.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}
+		r.memo[name] = Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}
 	}
 	return p, err
 }
 
-func (r *resolution) resolve(ctx context.Context, name string) (chaos.Pods, error) {
+func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 	def, ok := r.defs[name]
 	if !ok {
-		return chaos.Pods{}, fmt.Errorf("no role %q", name)
+		return Pods{}, fmt.Errorf("no role %q", name)
 	}
 	if def.APIServer {
-		return chaos.Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
+		return Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
 	}
-	var base chaos.Pods
+	var base Pods
 	switch {
 	case def.Operator:
 		pods, err := r.e.operatorPods(ctx)
@@ -98,7 +97,7 @@ func (r *resolution) resolve(ctx context.Context, name string) (chaos.Pods, erro
 	}
 	slices.Sort(base.Names)
 	whole := len(base.Names)
-	out := chaos.Pods{Namespace: base.Namespace, Names: slices.Clone(base.Names)}
+	out := Pods{Namespace: base.Namespace, Names: slices.Clone(base.Names)}
 	if def.Probe != nil {
 		kept, err := r.probe(ctx, name, out, def.Probe)
 		if err != nil {
@@ -138,7 +137,7 @@ func (r *resolution) resolve(ctx context.Context, name string) (chaos.Pods, erro
 
 // probe keeps the pods whose answer contains what the probe expects,
 // asking until at least one does (a leader may be being elected).
-func (r *roles) probe(ctx context.Context, role string, pods chaos.Pods, p *scenario.Probe) ([]string, error) {
+func (r *roles) probe(ctx context.Context, role string, pods Pods, p *scenario.Probe) ([]string, error) {
 	var kept []string
 	what := fmt.Sprintf("a pod of role %s whose :%d%s contains %q", role, p.Port, p.Path, p.Contains)
 	if p.Exec != nil {

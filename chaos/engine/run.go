@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -58,8 +58,8 @@ const writeStall = 2 * time.Second
 
 // RunAll runs the selected scenarios in turn, writing the report (json,
 // junit, summary, html) after each.
-func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error) {
-	rep := chaos.NewReport(o.Seed, e.Cluster.Name)
+func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, error) {
+	rep := report.NewReport(o.Seed, e.Cluster.Name)
 	for i, s := range e.o.Set.Scenarios {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, s.Metadata.Name) {
 			continue
@@ -81,7 +81,7 @@ func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*chaos.Report, error
 	return rep, write(rep, o.Artifacts)
 }
 
-func write(rep *chaos.Report, dir string) error {
+func write(rep *report.Report, dir string) error {
 	if err := rep.Write(dir); err != nil {
 		return err
 	}
@@ -91,8 +91,8 @@ func write(rep *chaos.Report, dir string) error {
 
 // needs are the kernel features an action relies on: those of the
 // experiment the builder makes for it (no pod needed to ask).
-func needs(action string) []chaos.Feature {
-	exp, err := build("needs", scenario.Fault{Action: action}, chaos.Pods{}, chaos.Pods{}, nil)
+func needs(action string) []Feature {
+	exp, err := build("needs", scenario.Fault{Action: action}, Pods{}, Pods{}, nil)
 	if err != nil {
 		return nil
 	}
@@ -113,24 +113,24 @@ type run struct {
 	// fault spares" means the fault's own choice.
 	faultRoles *resolution
 	// targets are the pods the fault was aimed at.
-	targets []chaos.Pods
+	targets []Pods
 	command chan commandResult
 	kv      workload.KV
-	res     *chaos.Result
+	res     *report.Result
 	closer  []func()
 }
 
-func (r *run) fail(format string, args ...any) *chaos.Result {
+func (r *run) fail(format string, args ...any) *report.Result {
 	r.res.Errors = append(r.res.Errors, fmt.Sprintf(format, args...))
 	return r.res
 }
 
 // Run runs one scenario on a fresh resource and judges it.
-func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *chaos.Result {
+func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
 	start := time.Now()
 	name := s.Metadata.Name
 	r := &run{e: e, s: s, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
-		res: &chaos.Result{Run: &chaos.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
+		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
 		r.res.Skipped = why
@@ -153,7 +153,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	tctx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
-	timeline := chaos.WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
+	timeline := WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 
 	var load *workload.Workload
 	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadEtcdKV {
@@ -167,7 +167,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadCommand {
 		r.command = make(chan commandResult, 1) // started by during, once the fault's targets are known
 	}
-	obs := &chaos.Observer{Pods: r.watchedPods}
+	obs := &Observer{Pods: r.watchedPods}
 	if m := e.operator.Metrics; m != nil {
 		obs.Scrape, obs.Controller = r.scrapeOperator, m.Controller
 	}
@@ -175,10 +175,10 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 
 	f := s.Spec.Fault
 	rng := rand.New(rand.NewPCG(seed, 1))
-	runRes := e.Runner.Run(ctx, chaos.Scenario{
+	runRes := e.Runner.Run(ctx, Trial{
 		Name: name,
 		Hold: f.Hold.Duration,
-		Fault: func(ctx context.Context, _ *rand.Rand) (*chaos.Experiment, error) {
+		Fault: func(ctx context.Context, _ *rand.Rand) (*Experiment, error) {
 			return r.experiment(ctx, f)
 		},
 		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
@@ -191,7 +191,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	stopTimeline()
 	r.res.Timeline = timeline.Samples()
-	r.res.Series = &chaos.Series{}
+	r.res.Series = &report.Series{}
 	if ledger != nil {
 		r.res.Series.SetWorkload(ledger)
 	}
@@ -211,7 +211,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	if err := r.judge(ctx, timeline, ledger, before); err != nil {
 		return r.fail("%v", err)
 	}
-	r.res.Violations = append(r.res.Violations, chaos.Violations(r.res.Checks)...)
+	r.res.Violations = append(r.res.Violations, report.Violations(r.res.Checks)...)
 	if len(r.res.Violations) > 0 && ledger != nil {
 		_, _ = ledger.Save(r.res.Artifacts)
 	}
@@ -322,14 +322,14 @@ func statusOf(u *unstructured.Unstructured) string {
 }
 
 // experiment builds the fault on the roles' pods as they are now.
-func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experiment, error) {
+func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
 	roles := r.roles.snapshot()
 	r.faultRoles = roles
 	target, err := roles.pods(ctx, f.Target)
 	if err != nil {
 		return nil, err
 	}
-	var peer chaos.Pods
+	var peer Pods
 	var addrs []string
 	if f.Action == scenario.ActionPartition {
 		if r.s.Spec.Roles[f.Peer].APIServer {
@@ -341,7 +341,7 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experime
 			return nil, err
 		}
 	}
-	var exp *chaos.Experiment
+	var exp *Experiment
 	if f.Action == scenario.ActionNodeLoss {
 		exp, err = r.nodeLoss(ctx, target)
 	} else {
@@ -357,9 +357,9 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaos.Experime
 // starts them again. Only the nodes of a kind cluster the harness made are
 // its to stop, and never a control plane (the API server would go too):
 // on the single-node cluster the scenario is skipped.
-func (r *run) nodeLoss(ctx context.Context, target chaos.Pods) (*chaos.Experiment, error) {
+func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
 	if r.e.Cluster == nil || r.e.Cluster.Existing {
-		return nil, chaos.Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
+		return nil, Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
 	}
 	var nodes []string
 	for _, name := range target.Names {
@@ -372,16 +372,16 @@ func (r *run) nodeLoss(ctx context.Context, target chaos.Pods) (*chaos.Experimen
 			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
 		}
 		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
-			return nil, chaos.Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
+			return nil, Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
 		}
 		if !slices.Contains(nodes, n.Name) {
 			nodes = append(nodes, n.Name)
 		}
 	}
 	cl := r.e.Cluster
-	return &chaos.Experiment{
-		Targets: []chaos.Pods{target},
-		Harness: &chaos.HarnessFault{
+	return &Experiment{
+		Targets: []Pods{target},
+		Harness: &HarnessFault{
 			Name: r.s.Metadata.Name,
 			Kind: "Node/stop",
 			Inject: func(ctx context.Context) error {
@@ -405,25 +405,25 @@ func (r *run) nodeLoss(ctx context.Context, target chaos.Pods) (*chaos.Experimen
 
 // build makes the experiment of a fault on resolved targets: a partition
 // cuts target off from peer's pods, or from addrs when they are given.
-func build(name string, f scenario.Fault, target, peer chaos.Pods, addrs []string) (*chaos.Experiment, error) {
+func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*Experiment, error) {
 	switch f.Action {
 	case scenario.ActionPodKill:
-		return chaos.PodKill(name, target), nil
+		return PodKill(name, target), nil
 	case scenario.ActionContainerKill:
-		return chaos.ContainerKill(name, target, f.Container), nil
+		return ContainerKill(name, target, f.Container), nil
 	case scenario.ActionPodFailure:
-		return chaos.PodFailure(name, target, 10*time.Minute), nil
+		return PodFailure(name, target, 10*time.Minute), nil
 	case scenario.ActionBandwidth:
-		return chaos.Bandwidth(name, target, f.Rate), nil
+		return Bandwidth(name, target, f.Rate), nil
 	case scenario.ActionDelay:
-		return chaos.Delay(name, target, f.Latency.Duration), nil
+		return Delay(name, target, f.Latency.Duration), nil
 	case scenario.ActionLoss:
-		return chaos.Loss(name, target, f.LossPercent), nil
+		return Loss(name, target, f.LossPercent), nil
 	case scenario.ActionPartition:
 		if addrs != nil {
-			return chaos.PartitionFrom(name, target, addrs...), nil
+			return PartitionFrom(name, target, addrs...), nil
 		}
-		return chaos.Partition(name, target, peer), nil
+		return Partition(name, target, peer), nil
 	}
 	return nil, fmt.Errorf("unknown action %q", f.Action)
 }
@@ -578,7 +578,7 @@ func (r *run) cleanup(ctx context.Context) {
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
 	}
-	if r.res.Verdict() == chaos.Failed && r.ns != "" {
+	if r.res.Verdict() == report.Failed && r.ns != "" {
 		_ = os.MkdirAll(r.res.Artifacts, 0o755)
 		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
 			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: r.e.Cluster.BundleLogs(),

@@ -7,8 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport/browser"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // TestBrowserRecordedRun renders the report of a real run (its report.json
@@ -31,11 +31,11 @@ func TestBrowserRecordedRun(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			g := NewWithT(t)
-			rep, err := chaos.ReadReport(f)
+			rep, err := report.ReadReport(f)
 			g.Expect(err).NotTo(HaveOccurred())
 			ran := 0
 			for _, r := range rep.Results {
-				if r.Verdict() != chaos.Skipped {
+				if r.Verdict() != report.Skipped {
 					ran++
 				}
 			}

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // FileName is the report's name in a run's folder.
@@ -26,29 +26,29 @@ const FileName = "report.html"
 var pageTemplate string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dur":  chaos.FormatDuration,
+	"dur":  report.FormatDuration,
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(pageTemplate))
 
 // view is what the template reads.
 type view struct {
-	Report              *chaos.Report
+	Report              *report.Report
 	Passed, Failed, Skp int
 	Took                time.Duration
 	Scenarios           []scenarioView
 }
 
 type scenarioView struct {
-	*chaos.Result
+	*report.Result
 	Verdict string
-	Checks  []chaos.Check
+	Checks  []report.Check
 	// Conditions are the condition checks, for the summary.
-	Conditions []chaos.Check
+	Conditions []report.Check
 	// Over names the summary columns whose figure is over its budget.
 	Over    map[string]bool
 	Plot    template.HTML
 	Links   []link
-	Figures *chaos.Figures
+	Figures *report.Figures
 }
 
 type link struct{ Text, Href string }
@@ -56,15 +56,15 @@ type link struct{ Text, Href string }
 // Render returns the page for rep. dir is the run's folder: links to a
 // scenario's evidence (failure bundle, history, porcupine's visualisation)
 // are made relative to it, and only for what exists there.
-func Render(rep *chaos.Report, dir string) ([]byte, error) {
+func Render(rep *report.Report, dir string) ([]byte, error) {
 	v := view{Report: rep}
 	for _, res := range rep.Results {
 		sv := scenarioView{Result: res, Verdict: res.Verdict(), Figures: &res.Figures, Over: map[string]bool{}}
 		v.Took += res.Took
 		switch sv.Verdict {
-		case chaos.Passed:
+		case report.Passed:
 			v.Passed++
-		case chaos.Failed:
+		case report.Failed:
 			v.Failed++
 		default:
 			v.Skp++
@@ -72,8 +72,8 @@ func Render(rep *chaos.Report, dir string) ([]byte, error) {
 		switch {
 		case len(res.Checks) > 0: // judged by its own assertions (a scenario file)
 			sv.Checks = res.Checks
-		case sv.Verdict != chaos.Skipped && res.Phases.Converged.After(res.Phases.Start):
-			sv.Checks = chaos.Checks(res.Figures, res.Budget)
+		case sv.Verdict != report.Skipped && res.Phases.Converged.After(res.Phases.Start):
+			sv.Checks = report.Checks(res.Figures, res.Budget)
 		}
 		for _, c := range sv.Checks {
 			if !c.OK() {
@@ -99,7 +99,7 @@ func Render(rep *chaos.Report, dir string) ([]byte, error) {
 }
 
 // Write renders rep into dir/report.html and returns its path.
-func Write(rep *chaos.Report, dir string) (string, error) {
+func Write(rep *report.Report, dir string) (string, error) {
 	b, err := Render(rep, dir)
 	if err != nil {
 		return "", err
@@ -109,7 +109,7 @@ func Write(rep *chaos.Report, dir string) (string, error) {
 }
 
 // evidence links what a scenario left in its folder.
-func evidence(res *chaos.Result, dir string) []link {
+func evidence(res *report.Result, dir string) []link {
 	if res.Artifacts == "" {
 		return nil
 	}

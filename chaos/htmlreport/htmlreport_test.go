@@ -10,12 +10,12 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // result is a scenario with a minute of workload around a 20 s fault.
-func result(name string, t0 time.Time) *chaos.Result {
-	s := &chaos.Series{Start: t0, BucketMillis: 100}
+func result(name string, t0 time.Time) *report.Result {
+	s := &report.Series{Start: t0, BucketMillis: 100}
 	for i := range 600 {
 		w := 10
 		if i >= 200 && i < 230 {
@@ -25,17 +25,17 @@ func result(name string, t0 time.Time) *chaos.Result {
 		s.LatencyP50Millis, s.LatencyMaxMillis = append(s.LatencyP50Millis, 4), append(s.LatencyMaxMillis, 12)
 	}
 	for i := range 60 {
-		s.Operator = append(s.Operator, chaos.OperatorSample{At: t0.Add(time.Duration(i) * time.Second), Up: i != 25, Reconciles: float64(3 * i)})
+		s.Operator = append(s.Operator, report.OperatorSample{At: t0.Add(time.Duration(i) * time.Second), Up: i != 25, Reconciles: float64(3 * i)})
 	}
-	s.Pods = []chaos.PodEvent{{At: t0.Add(20 * time.Second), Pod: "ns/db-1", Event: chaos.PodDeleted}}
-	return &chaos.Result{
-		Run: &chaos.Run{Scenario: name, Seed: 9, Experiment: "PodChaos/pod-kill", Targets: []string{"ns/db-1"},
-			Phases: chaos.Phases{Start: t0.Add(-time.Minute), Requested: t0.Add(20 * time.Second), Injected: t0.Add(21 * time.Second),
+	s.Pods = []report.PodEvent{{At: t0.Add(20 * time.Second), Pod: "ns/db-1", Event: report.PodDeleted}}
+	return &report.Result{
+		Run: &report.Run{Scenario: name, Seed: 9, Experiment: "PodChaos/pod-kill", Targets: []string{"ns/db-1"},
+			Phases: report.Phases{Start: t0.Add(-time.Minute), Requested: t0.Add(20 * time.Second), Injected: t0.Add(21 * time.Second),
 				Healed: t0.Add(40 * time.Second), Converged: t0.Add(50 * time.Second)}},
 		Series: s, Took: 2 * time.Minute,
-		Budget:  chaos.Budget{WritesResumeWithin: metaDuration(5 * time.Second), MinOperations: 100},
-		Figures: chaos.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: 3 * time.Second, Operations: 5000, Linearizable: "Ok"},
-		Timeline: []chaos.Sample{
+		Budget:  report.Budget{WritesResumeWithin: metaDuration(5 * time.Second), MinOperations: 100},
+		Figures: report.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: 3 * time.Second, Operations: 5000, Linearizable: "Ok"},
+		Timeline: []report.Sample{
 			{At: t0, Conditions: map[string]string{"Available": "True/Quorum", "Degraded": "False/Healthy"}},
 			{At: t0.Add(22 * time.Second), Conditions: map[string]string{"Available": "True/Quorum", "Degraded": "True/MemberDown"}},
 		},
@@ -49,12 +49,12 @@ func TestRender(t *testing.T) {
 	ok, slow := result("leader-pod-kill", t0), result("partition", t0)
 	slow.Figures.WritesResumeAfter = 9 * time.Second
 	slow.Artifacts = filepath.Join(dir, "partition")
-	slow.Violations = chaos.Violations(chaos.Checks(slow.Figures, slow.Budget))
+	slow.Violations = report.Violations(report.Checks(slow.Figures, slow.Budget))
 	// The failed scenario left a bundle and a history; nothing else exists.
 	g.Expect(os.MkdirAll(filepath.Join(dir, "partition", "chaos-partition-2"), 0o755)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "partition", "history.json"), []byte("{}"), 0o644)).To(Succeed())
-	rep := chaos.NewReport(42, "kind-gauntlet")
-	rep.Results = []*chaos.Result{ok, slow, {Run: &chaos.Run{Scenario: "netem-delay", Skipped: "the node kernel lacks netem"}}}
+	rep := report.NewReport(42, "kind-gauntlet")
+	rep.Results = []*report.Result{ok, slow, {Run: &report.Run{Scenario: "netem-delay", Skipped: "the node kernel lacks netem"}}}
 
 	path, err := Write(rep, dir)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -79,7 +79,7 @@ func TestRender(t *testing.T) {
 
 func TestTimelineNeedsASeries(t *testing.T) {
 	g := NewWithT(t)
-	svg, err := timeline(&chaos.Result{Run: &chaos.Run{Scenario: "x"}})
+	svg, err := timeline(&report.Result{Run: &report.Run{Scenario: "x"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(svg).To(BeNil(), "a scenario that never ran its workload has no timeline")
 }
@@ -92,7 +92,7 @@ func TestConditionColours(t *testing.T) {
 	g.Expect(conditionColor("Degraded", "False")).To(Equal(colOff))
 	g.Expect(conditionColor("Progressing", "True")).To(Equal(colBusy))
 	g.Expect(conditionColor("Ready", "Unknown")).To(Equal(colOff))
-	g.Expect(conditionTypes([]chaos.Sample{{Conditions: map[string]string{"Zeta": "", "Degraded": "", "Available": ""}}})).
+	g.Expect(conditionTypes([]report.Sample{{Conditions: map[string]string{"Zeta": "", "Degraded": "", "Available": ""}}})).
 		To(Equal([]string{"Available", "Degraded", "Zeta"}))
 }
 

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // The palette: one meaning per colour across every panel.
@@ -41,7 +41,7 @@ const (
 // timeline draws one scenario's timeline as SVG: panels on one time axis
 // (seconds since the fault was requested), each with the fault window
 // shaded and the phases marked.
-func timeline(res *chaos.Result) ([]byte, error) {
+func timeline(res *report.Result) ([]byte, error) {
 	s := res.Series
 	if s == nil || len(s.Writes) == 0 {
 		return nil, nil
@@ -109,7 +109,7 @@ func timeline(res *chaos.Result) ([]byte, error) {
 
 // phaseMarks shades the fault window and marks injection, heal and
 // convergence.
-func phaseMarks(res *chaos.Result, sec func(time.Time) float64) []plot.Plotter {
+func phaseMarks(res *report.Result, sec func(time.Time) float64) []plot.Plotter {
 	ph := res.Phases
 	var out []plot.Plotter
 	if !ph.Requested.IsZero() {
@@ -147,7 +147,7 @@ func conditionColor(typ, status string) color.Color {
 	return colBusy
 }
 
-func conditionsPanel(p *plot.Plot, res *chaos.Result, sec func(time.Time) float64, xmin, xmax float64) *plot.Plot {
+func conditionsPanel(p *plot.Plot, res *report.Result, sec func(time.Time) float64, xmin, xmax float64) *plot.Plot {
 	p.Title.Text = "conditions, from watch events: Available (green), Progressing (amber), Degraded or Available=False (red), False (grey)"
 	types := conditionTypes(res.Timeline)
 	l := &lanes{}
@@ -176,7 +176,7 @@ func conditionsPanel(p *plot.Plot, res *chaos.Result, sec func(time.Time) float6
 
 // conditionTypes are the condition types in the timeline, in a fixed order:
 // Available, Progressing and Degraded first, then any other.
-func conditionTypes(tl []chaos.Sample) []string {
+func conditionTypes(tl []report.Sample) []string {
 	seen := map[string]bool{}
 	for _, s := range tl {
 		for t := range s.Conditions {
@@ -208,14 +208,14 @@ var podGlyphs = []struct {
 	shape draw.GlyphDrawer
 	color color.Color
 }{
-	{chaos.PodDeleted, draw.PyramidGlyph{}, colBad},
-	{chaos.PodRestarted, draw.CrossGlyph{}, colBad},
-	{chaos.PodNotReady, draw.RingGlyph{}, colBusy},
-	{chaos.PodCreated, draw.BoxGlyph{}, colWrites},
-	{chaos.PodReady, draw.CircleGlyph{}, colGood},
+	{report.PodDeleted, draw.PyramidGlyph{}, colBad},
+	{report.PodRestarted, draw.CrossGlyph{}, colBad},
+	{report.PodNotReady, draw.RingGlyph{}, colBusy},
+	{report.PodCreated, draw.BoxGlyph{}, colWrites},
+	{report.PodReady, draw.CircleGlyph{}, colGood},
 }
 
-func podsPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot.Plot {
+func podsPanel(p *plot.Plot, s *report.Series, sec func(time.Time) float64) *plot.Plot {
 	p.Title.Text = "pods, sampled every second: ▲ deleted, × container restarted, ○ not ready, ■ created, ● ready"
 	var names []string
 	for _, e := range s.Pods {
@@ -259,7 +259,7 @@ func podsPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot
 	return p
 }
 
-func workloadPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot.Plot {
+func workloadPanel(p *plot.Plot, s *report.Series, sec func(time.Time) float64) *plot.Plot {
 	p.Title.Text = fmt.Sprintf("workload per %d ms: acknowledged writes (blue) and reads (purple), failed or ambiguous operations (red)", s.BucketMillis)
 	x := func(i int) float64 { return sec(s.Start) + float64(i)*float64(s.BucketMillis)/1000 }
 	add := func(vals []int, c color.Color) {
@@ -282,7 +282,7 @@ func workloadPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *
 	return p
 }
 
-func latencyPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot.Plot {
+func latencyPanel(p *plot.Plot, s *report.Series, sec func(time.Time) float64) *plot.Plot {
 	p.Title.Text = "latency (ms) of the operations that completed in each bucket: median (dark), max (light)"
 	x := func(i int) float64 { return sec(s.Start) + float64(i)*float64(s.BucketMillis)/1000 }
 	// A bucket where nothing completed has no latency: each run of
@@ -317,10 +317,10 @@ func latencyPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *p
 // operatorPanel draws the operator's reconciles and errors per second from
 // the sampled counters; a counter that went down (the operator restarted)
 // counts from zero again, and a scrape that failed is marked.
-func operatorPanel(p *plot.Plot, s *chaos.Series, sec func(time.Time) float64) *plot.Plot {
+func operatorPanel(p *plot.Plot, s *report.Series, sec func(time.Time) float64) *plot.Plot {
 	p.Title.Text = "operator, scraped every second: reconciles/s (indigo), reconcile errors/s (red), × metrics unreachable"
 	var rec, errs, down plotter.XYs
-	var prev *chaos.OperatorSample
+	var prev *report.OperatorSample
 	for i := range s.Operator {
 		cur := &s.Operator[i]
 		if !cur.Up {

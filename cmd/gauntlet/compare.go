@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 func newCompareCmd() *cobra.Command {
@@ -38,28 +38,28 @@ func newCompareCmd() *cobra.Command {
 // figure is one compared row and how to read it from a scenario's figures.
 type figure struct {
 	name string
-	dur  func(*chaos.Figures) time.Duration
-	num  func(*chaos.Figures) float64
-	text func(*chaos.Figures) string
+	dur  func(*report.Figures) time.Duration
+	num  func(*report.Figures) float64
+	text func(*report.Figures) string
 }
 
 var compared = []figure{
-	{name: "to Degraded", dur: func(f *chaos.Figures) time.Duration { return f.TimeToDegraded }},
-	{name: "Degraded clears", dur: func(f *chaos.Figures) time.Duration { return f.DegradedClears }},
-	{name: "to Available", dur: func(f *chaos.Figures) time.Duration { return f.TimeToAvailable }},
-	{name: "writes resume", dur: func(f *chaos.Figures) time.Duration { return f.WritesResumeAfter }},
-	{name: "longest write gap", dur: func(f *chaos.Figures) time.Duration { return f.LongestWriteGap }},
-	{name: "ops during fault", num: func(f *chaos.Figures) float64 { return float64(f.OpsDuringFault) }},
-	{name: "ops checked", num: func(f *chaos.Figures) float64 { return float64(f.Operations) }},
-	{name: "writes lost", num: func(f *chaos.Figures) float64 { return float64(f.WritesLost) }},
-	{name: "reconcile errors", num: func(f *chaos.Figures) float64 { return f.ErrorsDelta }},
-	{name: "operator restarts", num: func(f *chaos.Figures) float64 { return float64(f.OperatorRestarts) }},
-	{name: "linearizable", text: func(f *chaos.Figures) string { return f.Linearizable }},
+	{name: "to Degraded", dur: func(f *report.Figures) time.Duration { return f.TimeToDegraded }},
+	{name: "Degraded clears", dur: func(f *report.Figures) time.Duration { return f.DegradedClears }},
+	{name: "to Available", dur: func(f *report.Figures) time.Duration { return f.TimeToAvailable }},
+	{name: "writes resume", dur: func(f *report.Figures) time.Duration { return f.WritesResumeAfter }},
+	{name: "longest write gap", dur: func(f *report.Figures) time.Duration { return f.LongestWriteGap }},
+	{name: "ops during fault", num: func(f *report.Figures) float64 { return float64(f.OpsDuringFault) }},
+	{name: "ops checked", num: func(f *report.Figures) float64 { return float64(f.Operations) }},
+	{name: "writes lost", num: func(f *report.Figures) float64 { return float64(f.WritesLost) }},
+	{name: "reconcile errors", num: func(f *report.Figures) float64 { return f.ErrorsDelta }},
+	{name: "operator restarts", num: func(f *report.Figures) float64 { return float64(f.OperatorRestarts) }},
+	{name: "linearizable", text: func(f *report.Figures) string { return f.Linearizable }},
 }
 
 // compare writes, for every scenario of either run, a row per figure: A, B
 // and the change.
-func compare(w io.Writer, a, b *chaos.Report) error {
+func compare(w io.Writer, a, b *report.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintf(tw, "scenario\tfigure\tA (seed %d)\tB (seed %d)\tchange\n", a.Seed, b.Seed)
 	var names []string
@@ -86,7 +86,7 @@ func compare(w io.Writer, a, b *chaos.Report) error {
 			switch {
 			case f.dur != nil:
 				da, db := f.dur(fa), f.dur(fb)
-				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, chaos.FormatDuration(da), chaos.FormatDuration(db), durChange(da, db))
+				_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", f.name, report.FormatDuration(da), report.FormatDuration(db), durChange(da, db))
 			case f.num != nil:
 				na, nb := f.num(fa), f.num(fb)
 				_, _ = fmt.Fprintf(tw, "\t%s\t%v\t%v\t%s\n", f.name, na, nb, numChange(na, nb))
@@ -98,14 +98,14 @@ func compare(w io.Writer, a, b *chaos.Report) error {
 	return tw.Flush()
 }
 
-func verdict(r *chaos.Result) string {
+func verdict(r *report.Result) string {
 	if r == nil {
 		return "absent"
 	}
 	return r.Verdict()
 }
 
-func ran(r *chaos.Result) bool { return r != nil && r.Verdict() != chaos.Skipped }
+func ran(r *report.Result) bool { return r != nil && r.Verdict() != report.Skipped }
 
 func sameOr(a, b string) string {
 	if a == b {

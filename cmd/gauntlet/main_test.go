@@ -10,7 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 func gauntlet(args ...string) (code int, stdout, stderr string) {
@@ -23,12 +23,12 @@ func gauntlet(args ...string) (code int, stdout, stderr string) {
 func recordedRun(t *testing.T, seed uint64, resume time.Duration) string {
 	t.Helper()
 	dir := t.TempDir()
-	rep := chaos.NewReport(seed, "kind-test")
-	rep.Results = []*chaos.Result{
-		{Run: &chaos.Run{Scenario: "leader-pod-kill", Seed: seed*1_000_003 + 0, Experiment: "PodChaos/pod-kill"},
-			Figures: chaos.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: resume,
+	rep := report.NewReport(seed, "kind-test")
+	rep.Results = []*report.Result{
+		{Run: &report.Run{Scenario: "leader-pod-kill", Seed: seed*1_000_003 + 0, Experiment: "PodChaos/pod-kill"},
+			Figures: report.Figures{TimeToDegraded: 2 * time.Second, TimeToAvailable: time.Second, WritesResumeAfter: resume,
 				LongestWriteGap: resume, Operations: 3000, Linearizable: "Ok"}},
-		{Run: &chaos.Run{Scenario: "leader-delay-100ms", Skipped: "the node kernel lacks netem"}},
+		{Run: &report.Run{Scenario: "leader-delay-100ms", Skipped: "the node kernel lacks netem"}},
 	}
 	if err := rep.Write(dir); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestCompare(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`leader-delay-100ms\s+verdict\s+skipped\s+skipped\s+=`))
 
 	one := recordedRun(t, 9, time.Second)
-	rep, err := chaos.ReadReport(one)
+	rep, err := report.ReadReport(one)
 	g.Expect(err).NotTo(HaveOccurred())
 	rep.Results = rep.Results[:1]
 	g.Expect(rep.Write(one)).To(Succeed())

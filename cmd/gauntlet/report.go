@@ -7,14 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
-	"github.com/gauntlet-dev/gauntlet/chaos/reportschema"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // readRun reads a run's report.json (DIR or the file), checked against the
 // report schema.
-func readRun(path string) (*chaos.Report, string, error) {
+func readRun(path string) (*report.Report, string, error) {
 	dir := path
 	if fi, err := os.Stat(path); err != nil {
 		return nil, "", usagef("%w", err)
@@ -26,10 +25,10 @@ func readRun(path string) (*chaos.Report, string, error) {
 	if err != nil {
 		return nil, "", usagef("%s is not a chaos run's folder: %w", path, err)
 	}
-	if err := reportschema.Validate(b); err != nil {
+	if err := report.Validate(b); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", file, err)
 	}
-	rep, err := chaos.ReadReport(file)
+	rep, err := report.ReadReport(file)
 	if err != nil {
 		return nil, "", err
 	}

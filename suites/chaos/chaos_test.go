@@ -16,9 +16,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gauntlet-dev/gauntlet/chaos"
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -103,9 +103,9 @@ func TestChaos(t *testing.T) {
 	for _, res := range rep.Results {
 		t.Run(res.Scenario, func(t *testing.T) {
 			switch res.Verdict() {
-			case chaos.Skipped:
+			case report.Skipped:
 				t.Skipf("%s (lifts on a node kernel with the feature; the run's summary lists it as skipped)", res.Skipped)
-			case chaos.Failed:
+			case report.Failed:
 				for _, e := range append(append([]string(nil), res.Errors...), res.Violations...) {
 					t.Error(e)
 				}
@@ -149,7 +149,7 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 	}
 	res := rep.Results[0]
 	t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, res.Scenario, res.Verdict(), res.Errors, res.Violations)
-	if res.Verdict() != chaos.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
+	if res.Verdict() != report.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
 		t.Fatalf("the chaos tier did not catch %s: want a violation containing %q", bug, want.violation)
 	}
 }

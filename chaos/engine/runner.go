@@ -1,4 +1,4 @@
-package chaos
+package engine
 
 import (
 	"context"
@@ -16,12 +16,14 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
-// Scenario is one fault and what happens around it. The runner owns the
-// fault's life cycle; the caller owns what to observe and how to judge.
-type Scenario struct {
+// Trial is one fault and what happens around it, as the runner sees a
+// scenario once its file is resolved. The runner owns the fault's life
+// cycle; the caller owns what to observe and how to judge.
+type Trial struct {
 	// Name identifies the scenario in logs and reports.
 	Name string
 	// Fault resolves its targets against the live cluster (with rng for
@@ -38,41 +40,6 @@ type Scenario struct {
 	// Converged waits, after the recovery, until the system is healthy
 	// again; its error (with what it last saw) fails the run.
 	Converged func(ctx context.Context) error
-}
-
-// Phase timestamps of one run.
-type Phases struct {
-	Start     time.Time `json:"start"`
-	Requested time.Time `json:"requested"` // the chaos object was created
-	Injected  time.Time `json:"injected"`  // Chaos Mesh reported every target injected
-	Healed    time.Time `json:"healed"`    // every target reported recovered, the object gone
-	Converged time.Time `json:"converged"` // Converged returned
-}
-
-// Run is the outcome of running one scenario.
-type Run struct {
-	Scenario   string        `json:"scenario"`
-	Seed       uint64        `json:"seed"`
-	Experiment string        `json:"experiment,omitempty"` // kind/action
-	Targets    []string      `json:"targets,omitempty"`
-	Phases     Phases        `json:"phases"`
-	InjectTook time.Duration `json:"injectTook"`
-	HealTook   time.Duration `json:"healTook"`
-	// Skipped holds the reason a scenario did not run (the kernel lacks
-	// what the fault needs); a skipped run never passes.
-	Skipped string `json:"skipped,omitempty"`
-	// Leftovers are traces Chaos Mesh leaves by design (unreferenced
-	// chains and ipsets), reported, not failed.
-	Leftovers []string `json:"leftovers,omitempty"`
-	// Errors are the violations found by the runner itself.
-	Errors []string `json:"errors,omitempty"`
-}
-
-// Failed tells whether the runner found a violation.
-func (r *Run) Failed() bool { return len(r.Errors) > 0 }
-
-func (r *Run) fail(format string, args ...any) {
-	r.Errors = append(r.Errors, fmt.Sprintf(format, args...))
 }
 
 // Runner runs scenarios against a cluster with Chaos Mesh installed.
@@ -121,9 +88,9 @@ func (r *Runner) logf(format string, args ...any) {
 // is recovered and the object is gone, wait for convergence, and check that
 // no chaos object, finalizer or active network rule is left. Cleanup runs
 // whatever happened before it.
-func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
+func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	r.defaults()
-	run := &Run{Scenario: s.Name, Seed: seed, Phases: Phases{Start: time.Now()}}
+	run := &report.Run{Scenario: s.Name, Seed: seed, Phases: report.Phases{Start: time.Now()}}
 	hold := s.Hold
 	if hold == 0 {
 		hold = 20 * time.Second
@@ -136,7 +103,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 		return run
 	}
 	if err != nil {
-		run.fail("resolving the fault's targets: %v", err)
+		run.Failf("resolving the fault's targets: %v", err)
 		return run
 	}
 	run.Experiment = exp.Kind()
@@ -162,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()
 			if err := h.Recover(ctx); err != nil {
-				run.fail("cleanup: undoing %s: %v", run.Experiment, err)
+				run.Failf("cleanup: undoing %s: %v", run.Experiment, err)
 			}
 		}()
 	}
@@ -170,7 +137,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	t0 := time.Now()
 	run.Phases.Requested = t0
 	if err := r.inject(ctx, exp); err != nil {
-		run.fail("%v", err)
+		run.Failf("%v", err)
 		return run
 	}
 	run.Phases.Injected = time.Now()
@@ -185,14 +152,14 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	}
 	select {
 	case <-ctx.Done():
-		run.fail("interrupted while holding the fault: %v", ctx.Err())
+		run.Failf("interrupted while holding the fault: %v", ctx.Err())
 		return run
 	case <-time.After(hold):
 	}
 	t1 := time.Now()
 	recoveryTried = true
 	if err := r.recover(ctx, exp); err != nil {
-		run.fail("%v", err)
+		run.Failf("%v", err)
 		return run
 	}
 	run.Phases.Healed = time.Now()
@@ -201,16 +168,16 @@ func (r *Runner) Run(ctx context.Context, s Scenario, seed uint64) *Run {
 	select {
 	case err := <-during:
 		if err != nil {
-			run.fail("the action during the fault failed: %v", err)
+			run.Failf("the action during the fault failed: %v", err)
 		}
 	case <-ctx.Done():
-		run.fail("interrupted waiting for the action during the fault: %v", ctx.Err())
+		run.Failf("interrupted waiting for the action during the fault: %v", ctx.Err())
 		return run
 	}
 	if s.Converged != nil {
 		t2 := time.Now()
 		if err := s.Converged(ctx); err != nil {
-			run.fail("not converged after the heal: %v", err)
+			run.Failf("not converged after the heal: %v", err)
 			return run
 		}
 		r.logf("%s: converged %s after the heal", s.Name, time.Since(t2).Round(time.Millisecond))
@@ -376,32 +343,32 @@ func describeStatus(st *chaosv1alpha1.ChaosStatus) string {
 // cleanup deletes the experiment if it is still there, then checks that no
 // chaos object or finalizer is left in the namespace and that no active
 // rule stays in a target's network namespace.
-func (r *Runner) cleanup(ctx context.Context, exp *Experiment, run *Run) {
+func (r *Runner) cleanup(ctx context.Context, exp *Experiment, run *report.Run) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	if exp.Harness != nil {
-		return // undone by Run; no chaos object or rule to look for
+		return // undone by report.Run; no chaos object or rule to look for
 	}
 	if err := r.deleteAndWait(ctx, exp.Object); err != nil {
-		run.fail("cleanup: %v", err)
+		run.Failf("cleanup: %v", err)
 	}
 	ns := exp.Object.GetNamespace()
 	left, err := r.chaosObjects(ctx, ns)
 	switch {
 	case err != nil:
-		run.fail("cleanup: listing chaos objects: %v", err)
+		run.Failf("cleanup: listing chaos objects: %v", err)
 	case len(left) > 0:
-		run.fail("cleanup: chaos objects left in %s: %s", ns, strings.Join(left, ", "))
+		run.Failf("cleanup: chaos objects left in %s: %s", ns, strings.Join(left, ", "))
 	}
 	if exp.NetworkRules {
 		leftovers, active, err := r.NetworkRules(ctx, exp.Targets)
 		if err != nil {
-			run.fail("cleanup: inspecting the targets' network namespaces: %v", err)
+			run.Failf("cleanup: inspecting the targets' network namespaces: %v", err)
 		}
 		run.Leftovers = leftovers
 		for _, a := range active {
-			run.fail("cleanup: active rule left: %s", a)
+			run.Failf("cleanup: active rule left: %s", a)
 		}
 	}
 	r.logf("%s: cleanup checked in %s", run.Scenario, time.Since(t0).Round(time.Millisecond))

@@ -1,15 +1,4 @@
-// Package chaos runs fault experiments against a live cluster with Chaos
-// Mesh and judges what the system under test did about them.
-//
-// An Experiment is a typed Chaos Mesh object (PodChaos or NetworkChaos, from
-// github.com/chaos-mesh/chaos-mesh/api) aimed at pods a test resolved by
-// role (the database leader, a minority of followers, the operator pod),
-// plus what it needs from the kernel. The Runner injects it, waits until
-// Chaos Mesh reports every target injected, observes, recovers, waits until
-// every target is recovered, checks that nothing is left behind, and hands
-// the observations to the scenario's judgement. chaos/install puts Chaos
-// Mesh on a cluster; chaos/workload drives and checks a key-value load.
-package chaos
+package engine
 
 import (
 	"context"
@@ -105,7 +94,7 @@ func (e *Experiment) Kind() string {
 	return fmt.Sprintf("%T", e.Object)
 }
 
-func meta(name string, p Pods) metav1.ObjectMeta {
+func chaosMeta(name string, p Pods) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "gauntlet"}}
 }
 
@@ -120,7 +109,7 @@ func durationString(d time.Duration) *string {
 // PodKill deletes the target pods (their controller recreates them).
 func PodKill(name string, target Pods) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.PodChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
+		Object: &chaosv1alpha1.PodChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
 			ContainerSelector: chaosv1alpha1.ContainerSelector{PodSelector: target.selector()},
 			Action:            chaosv1alpha1.PodKillAction,
 		}},
@@ -132,7 +121,7 @@ func PodKill(name string, target Pods) *Experiment {
 // (the kubelet restarts them in the same pod).
 func ContainerKill(name string, target Pods, containers ...string) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.PodChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
+		Object: &chaosv1alpha1.PodChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
 			ContainerSelector: chaosv1alpha1.ContainerSelector{PodSelector: target.selector(), ContainerNames: containers},
 			Action:            chaosv1alpha1.ContainerKillAction,
 		}},
@@ -144,7 +133,7 @@ func ContainerKill(name string, target Pods, containers ...string) *Experiment {
 // (the pod stays, its process does not run).
 func PodFailure(name string, target Pods, d time.Duration) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.PodChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
+		Object: &chaosv1alpha1.PodChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.PodChaosSpec{
 			ContainerSelector: chaosv1alpha1.ContainerSelector{PodSelector: target.selector()},
 			Action:            chaosv1alpha1.PodFailureAction,
 			Duration:          durationString(d),
@@ -158,7 +147,7 @@ func PodFailure(name string, target Pods, d time.Duration) *Experiment {
 func Partition(name string, from, to Pods) *Experiment {
 	t := to.selector()
 	return &Experiment{
-		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: meta(name, from), Spec: chaosv1alpha1.NetworkChaosSpec{
+		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: chaosMeta(name, from), Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector: from.selector(),
 			Action:      chaosv1alpha1.PartitionAction,
 			Direction:   chaosv1alpha1.Both,
@@ -175,7 +164,7 @@ func Partition(name string, from, to Pods) *Experiment {
 // server's).
 func PartitionFrom(name string, from Pods, addresses ...string) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: meta(name, from), Spec: chaosv1alpha1.NetworkChaosSpec{
+		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: chaosMeta(name, from), Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector:     from.selector(),
 			Action:          chaosv1alpha1.PartitionAction,
 			Direction:       chaosv1alpha1.To,
@@ -192,7 +181,7 @@ func PartitionFrom(name string, from Pods, addresses ...string) *Experiment {
 // sfq qdiscs, which not every kernel has.
 func Bandwidth(name string, target Pods, rate string) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
+		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector: target.selector(),
 			Action:      chaosv1alpha1.BandwidthAction,
 			Direction:   chaosv1alpha1.To,
@@ -206,7 +195,7 @@ func Bandwidth(name string, target Pods, rate string) *Experiment {
 // Delay adds latency to the target pods' egress (netem).
 func Delay(name string, target Pods, latency time.Duration) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
+		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector: target.selector(),
 			Action:      chaosv1alpha1.DelayAction,
 			Direction:   chaosv1alpha1.To,
@@ -220,7 +209,7 @@ func Delay(name string, target Pods, latency time.Duration) *Experiment {
 // Loss drops percent of the target pods' egress packets (netem).
 func Loss(name string, target Pods, percent int) *Experiment {
 	return &Experiment{
-		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: meta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
+		Object: &chaosv1alpha1.NetworkChaos{ObjectMeta: chaosMeta(name, target), Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector: target.selector(),
 			Action:      chaosv1alpha1.LossAction,
 			Direction:   chaosv1alpha1.To,

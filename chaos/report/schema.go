@@ -1,8 +1,8 @@
-// Package reportschema holds the JSON Schema of a chaos run's report.json
-// (chaos.Report) and validates reports against it. The schema is generated
-// from the Go types (go test ./chaos/reportschema -update) and checked in as
-// report.schema.json; a test fails when the two drift apart.
-package reportschema
+// The JSON Schema of report.json. It is generated from the Go types
+// (go test ./chaos/report -update) and checked in as report.schema.json; a
+// test fails when the two drift apart.
+
+package report
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// ID is the schema's $id.
-const ID = "https://gauntlet.dev/schemas/chaos-report-v1alpha1.json"
+// SchemaID is the schema's $id.
+const SchemaID = "https://gauntlet.dev/schemas/chaos-report-v1alpha1.json"
 
 // Schema is report.schema.json.
 //
@@ -24,13 +24,13 @@ var Schema []byte
 var compiled = func() *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
 	if err != nil {
-		panic(fmt.Sprintf("reportschema: report.schema.json: %v", err))
+		panic(fmt.Sprintf("report: report.schema.json: %v", err))
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource(ID, doc); err != nil {
-		panic(fmt.Sprintf("reportschema: %v", err))
+	if err := c.AddResource(SchemaID, doc); err != nil {
+		panic(fmt.Sprintf("report: %v", err))
 	}
-	return c.MustCompile(ID)
+	return c.MustCompile(SchemaID)
 }()
 
 // Validate checks a report.json document against the schema; the error
@@ -41,7 +41,7 @@ func Validate(data []byte) error {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	if err := compiled.Validate(doc); err != nil {
-		return fmt.Errorf("report does not match schema %s: %w", ID, err)
+		return fmt.Errorf("report does not match schema %s: %w", SchemaID, err)
 	}
 	return nil
 }

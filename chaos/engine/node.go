@@ -1,4 +1,4 @@
-package chaos
+package engine
 
 import (
 	"context"
@@ -60,18 +60,10 @@ func (r *Runner) Missing(ctx context.Context, needs []Feature) string {
 	var missing []string
 	for _, f := range needs {
 		if err := fs[f]; err != nil {
-			missing = append(missing, fmt.Sprintf("the node kernel lacks %s (%s)", f, lastLine(err.Error())))
+			missing = append(missing, fmt.Sprintf("the node kernel lacks %s (%s)", f, lastLine(err.Error(), 0)))
 		}
 	}
 	return strings.Join(missing, "; ")
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 // daemons maps node names to the running chaos-daemon pod on them.

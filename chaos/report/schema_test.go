@@ -1,4 +1,4 @@
-package reportschema
+package report
 
 import (
 	"encoding/json"
@@ -12,13 +12,11 @@ import (
 	"github.com/invopop/jsonschema"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/gauntlet-dev/gauntlet/chaos"
 )
 
 var update = flag.Bool("update", false, "rewrite report.schema.json from the Go types")
 
-// generate reflects chaos.Report into a strict schema: every field without
+// generate reflects Report into a strict schema: every field without
 // omitempty is required, no other property is allowed, and descriptions
 // come from the Go doc comments.
 func generate(t *testing.T) []byte {
@@ -34,12 +32,12 @@ func generate(t *testing.T) []byte {
 			return nil
 		},
 	}
-	if err := r.AddGoComments("github.com/gauntlet-dev/gauntlet/chaos/reportschema", ".."); err != nil {
+	if err := r.AddGoComments("github.com/gauntlet-dev/gauntlet/chaos/report", "."); err != nil {
 		t.Fatalf("reading the doc comments: %v", err)
 	}
-	s := r.Reflect(&chaos.Report{})
-	s.ID = ID
-	s.Title = "Gauntlet chaos report (" + chaos.ReportAPIVersion + " " + chaos.ReportKind + ")"
+	s := r.Reflect(&Report{})
+	s.ID = SchemaID
+	s.Title = "Gauntlet chaos report (" + ReportAPIVersion + " " + ReportKind + ")"
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +53,7 @@ func TestSchemaMatchesTheGoTypes(t *testing.T) {
 		}
 	}
 	NewWithT(t).Expect(string(Schema)).To(Equal(string(want)),
-		"report.schema.json is stale: run go test ./chaos/reportschema -update and commit it")
+		"report.schema.json is stale: run go test ./chaos/report -update and commit it")
 }
 
 func TestRecordedRunsValidate(t *testing.T) {
@@ -70,7 +68,7 @@ func TestRecordedRunsValidate(t *testing.T) {
 			if err := Validate(b); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := chaos.ReadReport(f)
+			rep, err := ReadReport(f)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(rep.Results).NotTo(BeEmpty())
 		})
@@ -81,15 +79,15 @@ func TestAWrittenReportValidates(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
 	now := time.Now()
-	rep := chaos.NewReport(7, "kind-test")
-	s := &chaos.Series{}
-	s.Operator = []chaos.OperatorSample{{At: now, Up: true, Reconciles: 3}}
-	s.Pods = []chaos.PodEvent{{At: now, Pod: "ns/db-0", Event: chaos.PodRestarted}}
-	rep.Results = []*chaos.Result{
-		{Run: &chaos.Run{Scenario: "a", Seed: 1, Experiment: "PodChaos/pod-kill", Targets: []string{"ns/db-0"}}, Series: s,
-			Figures: chaos.Figures{TimeToDegraded: -1, Linearizable: "Ok"}, Violations: []string{"x"},
-			Timeline: []chaos.Sample{{At: now, Conditions: map[string]string{"Available": "True/Quorum"}}}},
-		{Run: &chaos.Run{Scenario: "b", Skipped: "no netem"}},
+	rep := NewReport(7, "kind-test")
+	s := &Series{}
+	s.Operator = []OperatorSample{{At: now, Up: true, Reconciles: 3}}
+	s.Pods = []PodEvent{{At: now, Pod: "ns/db-0", Event: PodRestarted}}
+	rep.Results = []*Result{
+		{Run: &Run{Scenario: "a", Seed: 1, Experiment: "PodChaos/pod-kill", Targets: []string{"ns/db-0"}}, Series: s,
+			Figures: Figures{TimeToDegraded: -1, Linearizable: "Ok"}, Violations: []string{"x"},
+			Timeline: []Sample{{At: now, Conditions: map[string]string{"Available": "True/Quorum"}}}},
+		{Run: &Run{Scenario: "b", Skipped: "no netem"}},
 	}
 	g.Expect(rep.Write(dir)).To(Succeed())
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))

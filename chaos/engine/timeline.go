@@ -1,4 +1,4 @@
-package chaos
+package engine
 
 import (
 	"context"
@@ -16,21 +16,16 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
-)
 
-// Sample is the object's conditions as one watch event delivered them.
-type Sample struct {
-	At         time.Time         `json:"at"`
-	Conditions map[string]string `json:"conditions"` // type -> "True/Reason"
-	status     map[string]metav1.ConditionStatus
-}
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+)
 
 // Timeline records an object's status conditions from watch events, so
 // that "how long until Degraded" is measured from what the API server
 // served, not from sleeps and spot checks.
 type Timeline struct {
 	mu      sync.Mutex
-	samples []Sample
+	samples []report.Sample
 	objects []ObjectSample
 	errs    []string
 	done    chan struct{}
@@ -85,7 +80,7 @@ func (tl *Timeline) Record(at time.Time, u *unstructured.Unstructured) { tl.add(
 
 func (tl *Timeline) add(at time.Time, u *unstructured.Unstructured) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	s := Sample{At: at, Conditions: map[string]string{}, status: map[string]metav1.ConditionStatus{}}
+	s := report.Sample{At: at, Conditions: map[string]string{}}
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {
@@ -95,7 +90,6 @@ func (tl *Timeline) add(at time.Time, u *unstructured.Unstructured) {
 		st, _ := m["status"].(string)
 		reason, _ := m["reason"].(string)
 		s.Conditions[t] = st + "/" + reason
-		s.status[t] = metav1.ConditionStatus(st)
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
@@ -107,10 +101,10 @@ func (tl *Timeline) add(at time.Time, u *unstructured.Unstructured) {
 }
 
 // Samples returns the recorded changes, oldest first.
-func (tl *Timeline) Samples() []Sample {
+func (tl *Timeline) Samples() []report.Sample {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	return append([]Sample(nil), tl.samples...)
+	return append([]report.Sample(nil), tl.samples...)
 }
 
 // Objects returns every version of the object the watch delivered, oldest
@@ -130,14 +124,14 @@ func (tl *Timeline) Errors() []string {
 
 // statusAt is the condition's status in force at t (the last sample at or
 // before t), and whether any sample was.
-func (tl *Timeline) statusAt(samples []Sample, typ string, t time.Time) (metav1.ConditionStatus, bool) {
+func (tl *Timeline) statusAt(samples []report.Sample, typ string, t time.Time) (metav1.ConditionStatus, bool) {
 	var st metav1.ConditionStatus
 	found := false
 	for _, s := range samples {
 		if s.At.After(t) {
 			break
 		}
-		st, found = s.status[typ], true
+		st, found = metav1.ConditionStatus(s.Status(typ)), true
 	}
 	return st, found
 }
@@ -150,7 +144,7 @@ func (tl *Timeline) First(typ string, status metav1.ConditionStatus, from time.T
 		return from, true
 	}
 	for _, s := range samples {
-		if s.At.After(from) && s.status[typ] == status {
+		if s.At.After(from) && metav1.ConditionStatus(s.Status(typ)) == status {
 			return s.At, true
 		}
 	}
@@ -164,7 +158,7 @@ func (tl *Timeline) Ever(typ string, status metav1.ConditionStatus, from, to tim
 		return true
 	}
 	for _, s := range samples {
-		if s.At.After(from) && !s.At.After(to) && s.status[typ] == status {
+		if s.At.After(from) && !s.At.After(to) && metav1.ConditionStatus(s.Status(typ)) == status {
 			return true
 		}
 	}

@@ -1,4 +1,9 @@
-package chaos
+// Package report is what a chaos run found: per scenario the runner's phases,
+// the figures and the verdicts of the checks, the series over time, and the
+// JSON (report.json, with its JSON Schema), JUnit and Markdown summary forms
+// of it. The engine writes reports; htmlreport renders them; nothing in this
+// package talks to a cluster.
+package report
 
 import (
 	"encoding/json"
@@ -46,7 +51,7 @@ func (r *Result) Verdict() string {
 }
 
 // ReportAPIVersion versions report.json; its JSON Schema is
-// chaos/report.schema.json. A change that a reader of the previous version
+// chaos/report/report.schema.json. A change that a reader of the previous version
 // would misread gets a new version.
 const ReportAPIVersion = "gauntlet.dev/v1alpha1"
 

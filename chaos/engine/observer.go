@@ -1,8 +1,7 @@
-package chaos
+package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -10,74 +9,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/workload"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
-
-// SeriesBucket is the width of the workload's buckets in a Series.
-const SeriesBucket = 100 * time.Millisecond
-
-// Series is what a scenario looked like over time, for the report's
-// timeline: the workload's throughput and latency in fixed buckets, the
-// operator's reconcile counters as it was sampled, and what happened to
-// the pods.
-type Series struct {
-	// Start is when the workload started: bucket i covers
-	// [Start + i*BucketMillis, Start + (i+1)*BucketMillis).
-	Start        time.Time `json:"start"`
-	BucketMillis int64     `json:"bucketMillis"`
-	// Writes and Reads are the operations acknowledged in each bucket;
-	// Errors are those that failed or ended ambiguous there.
-	Writes []int `json:"writes,omitempty"`
-	Reads  []int `json:"reads,omitempty"`
-	Errors []int `json:"errors,omitempty"`
-	// LatencyP50Millis and LatencyMaxMillis are the latencies of the
-	// operations that completed in each bucket (0 where none did).
-	LatencyP50Millis []float64 `json:"latencyP50Millis,omitempty"`
-	LatencyMaxMillis []float64 `json:"latencyMaxMillis,omitempty"`
-	// Operator is the operator's reconcile counters, sampled.
-	Operator []OperatorSample `json:"operator,omitempty"`
-	// Pods is every change seen in the watched pods.
-	Pods []PodEvent `json:"pods,omitempty"`
-}
-
-// OperatorSample is one scrape of the operator's controller counters.
-// Counters restart from zero when the operator does.
-type OperatorSample struct {
-	At         time.Time `json:"at"`
-	Up         bool      `json:"up"` // the scrape answered
-	Reconciles float64   `json:"reconciles"`
-	Errors     float64   `json:"errors,omitempty"`
-}
-
-// Pod event kinds.
-const (
-	PodCreated   = "created"
-	PodDeleted   = "deleted"
-	PodRestarted = "restarted"
-	PodReady     = "ready"
-	PodNotReady  = "not-ready"
-)
-
-// PodEvent is one change of a watched pod.
-type PodEvent struct {
-	At    time.Time `json:"at"`
-	Pod   string    `json:"pod"` // namespace/name
-	Event string    `json:"event"`
-}
-
-// SetWorkload fills the workload buckets from a ledger.
-func (s *Series) SetWorkload(l *workload.Ledger) {
-	s.Start, s.BucketMillis = l.Start, SeriesBucket.Milliseconds()
-	bs := l.Buckets(SeriesBucket)
-	s.Writes, s.Reads, s.Errors = make([]int, len(bs)), make([]int, len(bs)), make([]int, len(bs))
-	s.LatencyP50Millis, s.LatencyMaxMillis = make([]float64, len(bs)), make([]float64, len(bs))
-	for i, b := range bs {
-		s.Writes[i], s.Reads[i], s.Errors[i] = b.Writes, b.Reads, b.Errors
-		s.LatencyP50Millis[i] = float64(b.P50.Microseconds()) / 1000
-		s.LatencyMaxMillis[i] = float64(b.Max.Microseconds()) / 1000
-	}
-}
 
 // Observer samples, every Every, an operator's controller counters and the
 // state of a set of pods, to draw them on the report's timeline.
@@ -92,8 +26,8 @@ type Observer struct {
 	Pods func(ctx context.Context) ([]corev1.Pod, error)
 
 	mu     sync.Mutex
-	ops    []OperatorSample
-	pods   []PodEvent
+	ops    []report.OperatorSample
+	pods   []report.PodEvent
 	seen   map[string]podState
 	last   time.Time // the previous pod sample
 	cancel context.CancelFunc
@@ -132,7 +66,7 @@ func (o *Observer) Start(ctx context.Context) {
 // last time: a run ends as soon as its resource converges, which may be
 // within a sample of a pod turning ready, and that change (timed by the
 // pod's Ready condition) is part of what was seen.
-func (o *Observer) Stop() ([]OperatorSample, []PodEvent) {
+func (o *Observer) Stop() ([]report.OperatorSample, []report.PodEvent) {
 	if o.cancel == nil {
 		return nil, nil
 	}
@@ -155,7 +89,7 @@ func (o *Observer) sample(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, o.Every)
 		fams, err := o.Scrape(sctx)
 		cancel()
-		s := OperatorSample{At: time.Now(), Up: err == nil}
+		s := report.OperatorSample{At: time.Now(), Up: err == nil}
 		if err == nil {
 			c := map[string]string{"controller": o.Controller}
 			s.Reconciles = framework.SumSamples(fams, "controller_runtime_reconcile_total", c)
@@ -197,11 +131,11 @@ func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
 		switch {
 		case !ok || prev.uid != st.uid:
 			if ok {
-				o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodDeleted})
+				o.pods = append(o.pods, report.PodEvent{At: at, Pod: key, Event: report.PodDeleted})
 			}
-			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodCreated})
+			o.pods = append(o.pods, report.PodEvent{At: at, Pod: key, Event: report.PodCreated})
 		case st.restarts > prev.restarts:
-			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodRestarted})
+			o.pods = append(o.pods, report.PodEvent{At: at, Pod: key, Event: report.PodRestarted})
 		}
 		if ok && prev.uid == st.uid && prev.ready == st.ready {
 			continue
@@ -209,11 +143,11 @@ func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
 		if (!ok || prev.uid != st.uid) && !st.ready {
 			continue // a new pod starts unready: not news
 		}
-		ev := PodNotReady
+		ev := report.PodNotReady
 		if st.ready {
-			ev = PodReady
+			ev = report.PodReady
 		}
-		o.pods = append(o.pods, PodEvent{At: readyChanged(p, o.last, at), Pod: key, Event: ev})
+		o.pods = append(o.pods, report.PodEvent{At: readyChanged(p, o.last, at), Pod: key, Event: ev})
 	}
 	if !first {
 		var gone []string
@@ -224,7 +158,7 @@ func (o *Observer) observePods(at time.Time, pods []corev1.Pod) {
 		}
 		slices.Sort(gone)
 		for _, key := range gone {
-			o.pods = append(o.pods, PodEvent{At: at, Pod: key, Event: PodDeleted})
+			o.pods = append(o.pods, report.PodEvent{At: at, Pod: key, Event: report.PodDeleted})
 		}
 	}
 	o.seen, o.last = now, at
@@ -252,4 +186,3 @@ func readyChanged(p *corev1.Pod, prev, at time.Time) time.Time {
 }
 
 // String is a short description of the event, for logs.
-func (e PodEvent) String() string { return fmt.Sprintf("%s %s", e.Pod, e.Event) }
