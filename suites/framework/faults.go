@@ -126,7 +126,7 @@ func (f *Faults) Funcs() interceptor.Funcs {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			kind, _ := applyTarget(obj)
+			kind, _, _ := applyTarget(obj)
 			if err := f.checkKind("apply", kind); err != nil {
 				return err
 			}
