@@ -13,7 +13,13 @@
 //     for backends that run no controllers (the fake client, envtest).
 //   - WriteLog: records every write a client makes, to assert that a
 //     converged pass writes nothing.
-//   - Faults: injects API errors through the fake client's interceptors.
+//   - Faults: fails matching calls (by verb, kind, object, the Nth or the
+//     first few) with an API error (ErrConflict, ErrInternal, ...) or a
+//     crash, on the fake client, an envtest client or the simulation's
+//     reconciler alike.
+//   - Intercept: the one hook shape (before a call, after it) that Faults,
+//     WriteLog and the simulation's clients are built on, as
+//     controller-runtime interceptor functions.
 //   - Driver: ReconcileUntilStable, a hot-loop detector that fails with a
 //     diff of what kept changing, and ExpectIdempotent.
 //   - MetricValue: reads a counter, gauge or histogram count from a registry.

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // Write is one write call a client made.
@@ -33,7 +32,20 @@ type WriteLog struct {
 // Wrap returns a client that records every write into the log and forwards
 // every call to c.
 func (l *WriteLog) Wrap(c client.Client) client.Client {
-	return &recordingClient{Client: c, log: l}
+	return wrap(c, l.Funcs())
+}
+
+// Funcs returns interceptor functions that record every write into the log
+// (before making it, whatever its outcome) and forward every call.
+func (l *WriteLog) Funcs() interceptor.Funcs {
+	return InterceptWrites(func(_ context.Context, c client.Client, call Call) (func(error), error) {
+		kind := call.Kind(c.Scheme())
+		if kind == "" {
+			kind = "?"
+		}
+		l.append(Write{Verb: call.Verb, Kind: kind, Key: call.Key()})
+		return nil, nil
+	})
 }
 
 // Len is the number of writes recorded so far; pass it to Since.
@@ -53,14 +65,6 @@ func (l *WriteLog) Since(mark int) []Write {
 // All returns every recorded write.
 func (l *WriteLog) All() []Write { return l.Since(0) }
 
-func (l *WriteLog) add(verb string, scheme *runtime.Scheme, obj runtime.Object, key client.ObjectKey) {
-	kind := "?"
-	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
-		kind = gvk.Kind
-	}
-	l.append(Write{Verb: verb, Kind: kind, Key: key})
-}
-
 func (l *WriteLog) append(w Write) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -74,98 +78,4 @@ func FormatWrites(ws []Write) string {
 		lines[i] = "  " + w.String()
 	}
 	return strings.Join(lines, "\n")
-}
-
-type recordingClient struct {
-	client.Client
-	log *WriteLog
-}
-
-func (c *recordingClient) record(verb string, obj client.Object) {
-	c.log.add(verb, c.Scheme(), obj, client.ObjectKeyFromObject(obj))
-}
-
-func (c *recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.record("create", obj)
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c *recordingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.record("update", obj)
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *recordingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.record("patch", obj)
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *recordingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	kind, key := applyTarget(obj)
-	c.log.append(Write{Verb: "apply", Kind: kind, Key: key})
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c *recordingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.record("delete", obj)
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *recordingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	c.record("deleteAllOf", obj)
-	return c.Client.DeleteAllOf(ctx, obj, opts...)
-}
-
-func (c *recordingClient) Status() client.SubResourceWriter { return c.SubResource("status") }
-
-func (c *recordingClient) SubResource(sub string) client.SubResourceClient {
-	return &recordingSubResource{SubResourceClient: c.Client.SubResource(sub), parent: c, sub: sub}
-}
-
-type recordingSubResource struct {
-	client.SubResourceClient
-	parent *recordingClient
-	sub    string
-}
-
-func (s *recordingSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	s.parent.record("create/"+s.sub, obj)
-	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
-}
-
-func (s *recordingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.parent.record("update/"+s.sub, obj)
-	return s.SubResourceClient.Update(ctx, obj, opts...)
-}
-
-func (s *recordingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.parent.record("patch/"+s.sub, obj)
-	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-}
-
-func (s *recordingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	kind, key := applyTarget(obj)
-	s.parent.log.append(Write{Verb: "apply/" + s.sub, Kind: kind, Key: key})
-	return s.SubResourceClient.Apply(ctx, obj, opts...)
-}
-
-// applyTarget reads kind, namespace and name from an apply configuration,
-// which every generated configuration exposes through these getters.
-func applyTarget(obj runtime.ApplyConfiguration) (string, client.ObjectKey) {
-	type named interface {
-		GetKind() *string
-		GetName() *string
-		GetNamespace() *string
-	}
-	n, ok := obj.(named)
-	if !ok {
-		return "?", client.ObjectKey{}
-	}
-	deref := func(s *string) string {
-		if s == nil {
-			return ""
-		}
-		return *s
-	}
-	return deref(n.GetKind()), client.ObjectKey{Namespace: deref(n.GetNamespace()), Name: deref(n.GetName())}
 }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // ErrCrashed is what every call returns once a simulated crash happened.
@@ -22,282 +23,136 @@ type change struct {
 	old, new client.Object
 }
 
-// eventingClient emits a change for every write, so that the world's watches
-// can turn it into reconcile requests.
-type eventingClient struct {
-	client.Client
-	emit func(change)
-	// current reads the state before a write (the runner's view).
-	current client.Reader
+// readsFrom serves Get and List from the reader of the moment (the world's
+// current view, or a stale one); everything else goes to the wrapped client.
+func readsFrom(reader func(context.Context) (client.Reader, error)) interceptor.Funcs {
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			r, err := reader(ctx)
+			if err != nil {
+				return err
+			}
+			return r.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			r, err := reader(ctx)
+			if err != nil {
+				return err
+			}
+			return r.List(ctx, list, opts...)
+		},
+	}
 }
 
-func (c *eventingClient) before(ctx context.Context, obj client.Object) client.Object {
-	old := obj.DeepCopyObject().(client.Object)
-	r := c.current
-	if r == nil {
-		r = c.Client
+// eventing returns interceptor functions that emit a change for every write,
+// so that the world's watches can turn it into reconcile requests. current
+// reads the state before a write (the runner's view); the state after it is
+// read from the wrapped client (the API itself: the view is older than the
+// write). A patch that removes the last finalizer of a deleted object
+// deletes it, which the response does not say: reading back shows it. A
+// write that changed nothing emits nothing, and neither does deleteAllOf,
+// which names no object.
+func eventing(current func(context.Context) (client.Reader, error), emit func(change)) interceptor.Funcs {
+	return framework.InterceptWrites(func(ctx context.Context, c client.Client, call framework.Call) (func(error), error) {
+		if call.Verb == "deleteAllOf" {
+			return nil, nil
+		}
+		obj, err := call.Target(c.Scheme())
+		if err != nil {
+			return nil, nil // an apply configuration the scheme cannot type
+		}
+		create := call.Verb == "create"
+		var old client.Object
+		if !create {
+			old = stateOf(ctx, current, obj)
+		}
+		return func(err error) {
+			if create && err != nil {
+				return
+			}
+			cur := obj.DeepCopyObject().(client.Object)
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+				cur = nil // deleted
+			}
+			if old == nil && cur == nil {
+				return
+			}
+			if old != nil && cur != nil && old.GetResourceVersion() == cur.GetResourceVersion() {
+				return // no change, no event
+			}
+			emit(change{old: old, new: cur})
+		}, nil
+	})
+}
+
+// stateOf reads obj's current state, or nil when it does not exist.
+func stateOf(ctx context.Context, current func(context.Context) (client.Reader, error), obj client.Object) client.Object {
+	r, err := current(ctx)
+	if err != nil {
+		return nil
 	}
+	old := obj.DeepCopyObject().(client.Object)
 	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
 		return nil
 	}
 	return old
 }
 
-func (c *eventingClient) after(ctx context.Context, old, obj client.Object) {
-	cur := obj.DeepCopyObject().(client.Object)
-	// Read from the API itself (the eventing client reads through to the
-	// fake; the runner's view is older than this write).
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		cur = nil // deleted
+// reconcilerView is the reconciler's view of the API during one reconcile:
+// the schedule's fault runs through framework.Faults (an API error on the
+// Nth call of a verb; a crash before a write, after which every call fails),
+// reads come from a stale snapshot under a Stale fault, and writes that got
+// past the fault are counted.
+type reconcilerView struct {
+	client client.Client
+	faults *framework.Faults
+	writes int
+}
+
+func newReconcilerView(api client.WithWatch, f Fault, stale client.Reader) *reconcilerView {
+	v := &reconcilerView{faults: &framework.Faults{}}
+	if ft, ok := f.clientFault(); ok {
+		v.faults.Add(ft)
 	}
-	c.afterState(old, cur)
-}
-
-func (c *eventingClient) afterState(old, cur client.Object) {
-	if old == nil && cur == nil {
-		return
+	funcs := framework.InterceptWrites(func(context.Context, client.Client, framework.Call) (func(error), error) {
+		v.writes++
+		return nil, nil
+	})
+	if stale != nil {
+		reads := readsFrom(func(context.Context) (client.Reader, error) { return stale, nil })
+		funcs.Get, funcs.List = reads.Get, reads.List
 	}
-	if old != nil && cur != nil && old.GetResourceVersion() == cur.GetResourceVersion() {
-		return // no change, no event
+	v.client = v.faults.Client(interceptor.NewClient(api, funcs))
+	return v
+}
+
+func (v *reconcilerView) crashed() bool { return v.faults.Crashed() }
+
+// clientFault is the fault of the one fault layer that executes f on the
+// reconciler's calls; Stale and DropEvent faults are not client faults.
+func (f Fault) clientFault() (framework.Fault, bool) {
+	switch f.Kind {
+	case Crash:
+		// CrashAfter writes go through; the next one crashes.
+		return framework.Fault{Verb: framework.AnyWrite, Nth: f.CrashAfter + 1, Crash: true, Err: ErrCrashed}, true
+	case APIError:
+		return framework.Fault{Verb: f.Verb, Nth: f.Nth, Err: f.Err.err()}, true
 	}
-	c.emit(change{old: old, new: cur})
+	return framework.Fault{}, false
 }
 
-func (c *eventingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	err := c.Client.Create(ctx, obj, opts...)
-	if err == nil {
-		c.after(ctx, nil, obj)
-	}
-	return err
-}
-
-func (c *eventingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	old := c.before(ctx, obj)
-	err := c.Client.Update(ctx, obj, opts...)
-	c.after(ctx, old, obj)
-	return err
-}
-
-// Patch reads the result back: a patch that removes the last finalizer of a
-// deleted object deletes it, which the response does not say.
-func (c *eventingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	old := c.before(ctx, obj)
-	err := c.Client.Patch(ctx, obj, patch, opts...)
-	c.after(ctx, old, obj)
-	return err
-}
-
-func (c *eventingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	old := c.before(ctx, obj)
-	err := c.Client.Delete(ctx, obj, opts...)
-	c.after(ctx, old, obj)
-	return err
-}
-
-func (c *eventingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	target, err := c.applyTarget(obj)
-	if err != nil {
-		return c.Client.Apply(ctx, obj, opts...)
-	}
-	old := c.before(ctx, target)
-	err = c.Client.Apply(ctx, obj, opts...)
-	c.after(ctx, old, target)
-	return err
-}
-
-// applyTarget builds an empty typed object for an apply configuration's kind and key.
-func (c *eventingClient) applyTarget(obj runtime.ApplyConfiguration) (client.Object, error) {
-	type named interface {
-		GetAPIVersion() *string
-		GetKind() *string
-		GetName() *string
-		GetNamespace() *string
-	}
-	n, ok := obj.(named)
-	if !ok || n.GetKind() == nil || n.GetAPIVersion() == nil || n.GetName() == nil {
-		return nil, errors.New("not a named apply configuration")
-	}
-	gv, err := schema.ParseGroupVersion(*n.GetAPIVersion())
-	if err != nil {
-		return nil, err
-	}
-	ro, err := c.Scheme().New(gv.WithKind(*n.GetKind()))
-	if err != nil {
-		return nil, err
-	}
-	o := ro.(client.Object)
-	o.SetName(*n.GetName())
-	if ns := n.GetNamespace(); ns != nil {
-		o.SetNamespace(*ns)
-	}
-	return o, nil
-}
-
-func (c *eventingClient) Status() client.SubResourceWriter { return c.SubResource("status") }
-
-func (c *eventingClient) SubResource(sub string) client.SubResourceClient {
-	return &eventingSubResource{SubResourceClient: c.Client.SubResource(sub), parent: c}
-}
-
-type eventingSubResource struct {
-	client.SubResourceClient
-	parent *eventingClient
-}
-
-func (s *eventingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	old := s.parent.before(ctx, obj)
-	err := s.SubResourceClient.Update(ctx, obj, opts...)
-	s.parent.after(ctx, old, obj)
-	return err
-}
-
-func (s *eventingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	old := s.parent.before(ctx, obj)
-	err := s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-	s.parent.after(ctx, old, obj)
-	return err
-}
-
-// faultyClient is the reconciler's view of the API during one reconcile:
-// reads may come from a stale snapshot, one call may fail, and after a
-// crash every call fails.
-type faultyClient struct {
-	client.Client
-	// stale serves reads when set.
-	stale client.Reader
-	fault Fault
-	// calls counts calls per verb; writes counts writes.
-	calls   map[string]int
-	writes  int
-	crashed bool
-}
-
-func (c *faultyClient) check(verb string) error {
-	if c.crashed {
-		return ErrCrashed
-	}
-	c.calls[verb]++
-	if c.fault.Kind == APIError && c.fault.Verb == verb && c.fault.Nth == c.calls[verb] {
-		return apiError(c.fault.Err)
-	}
-	return nil
-}
-
-// write counts a write; a Crash fault lets CrashAfter writes through, then
-// crashes before the next one.
-func (c *faultyClient) write(verb string) error {
-	if err := c.check(verb); err != nil {
-		return err
-	}
-	if c.fault.Kind == Crash && c.writes >= c.fault.CrashAfter {
-		c.crashed = true
-		return ErrCrashed
-	}
-	c.writes++
-	return nil
-}
-
-func apiError(k APIErrorKind) error {
-	gr := schema.GroupResource{Resource: "sim"}
+// err is the API error, as the framework builds it.
+func (k APIErrorKind) err() error {
 	switch k {
 	case Conflict:
-		return apierrors.NewConflict(gr, "object", errors.New("injected by gauntlet sim"))
+		return framework.ErrConflict("sim", "object")
 	case Timeout:
-		return apierrors.NewServerTimeout(gr, "request", 1)
+		return framework.ErrServerTimeout
 	case TooManyRequests:
-		return apierrors.NewTooManyRequests("injected by gauntlet sim", 1)
+		return framework.ErrTooManyRequests
 	default:
-		return apierrors.NewInternalError(errors.New("injected by gauntlet sim"))
+		return framework.ErrInternal
 	}
-}
-
-func (c *faultyClient) reader() client.Reader {
-	if c.stale != nil {
-		return c.stale
-	}
-	return c.Client
-}
-
-func (c *faultyClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := c.check("get"); err != nil {
-		return err
-	}
-	return c.reader().Get(ctx, key, obj, opts...)
-}
-
-func (c *faultyClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := c.check("list"); err != nil {
-		return err
-	}
-	return c.reader().List(ctx, list, opts...)
-}
-
-func (c *faultyClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := c.write("create"); err != nil {
-		return err
-	}
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c *faultyClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if err := c.write("update"); err != nil {
-		return err
-	}
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *faultyClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := c.write("patch"); err != nil {
-		return err
-	}
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *faultyClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := c.write("apply"); err != nil {
-		return err
-	}
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c *faultyClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := c.write("delete"); err != nil {
-		return err
-	}
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *faultyClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := c.write("delete"); err != nil {
-		return err
-	}
-	return c.Client.DeleteAllOf(ctx, obj, opts...)
-}
-
-func (c *faultyClient) Status() client.SubResourceWriter { return c.SubResource("status") }
-
-func (c *faultyClient) SubResource(sub string) client.SubResourceClient {
-	return &faultySubResource{SubResourceClient: c.Client.SubResource(sub), parent: c, sub: sub}
-}
-
-type faultySubResource struct {
-	client.SubResourceClient
-	parent *faultyClient
-	sub    string
-}
-
-func (s *faultySubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := s.parent.write("update/" + s.sub); err != nil {
-		return err
-	}
-	return s.SubResourceClient.Update(ctx, obj, opts...)
-}
-
-func (s *faultySubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := s.parent.write("patch/" + s.sub); err != nil {
-		return err
-	}
-	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
 }
 
 // eventsFor maps a change through the watches to requests.

@@ -10,7 +10,8 @@
 // A Schedule is a pure function of its seed: a list of actions (reconcile,
 // world step, perturbation, resync) some of which carry faults (crash after
 // the k-th write, stale reads, API errors, a dropped event). Run executes it
-// on the controller-runtime fake client, checks the target's invariants
+// on the controller-runtime fake client (crashes and API errors through
+// framework.Faults, the same fault layer the unit tier uses), checks the target's invariants
 // after every action, then stops the faults and checks liveness: the system
 // settles within a bound and converges to its spec. RunDifferential also runs
 // the same inputs without faults and diffs the end states, as Sieve does;

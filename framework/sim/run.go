@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -61,29 +62,6 @@ func (w *World) Note(label string) {
 		w.notes = map[string]int{}
 	}
 	w.notes[label]++
-}
-
-// viewClient reads from the runner's current in-memory view and writes
-// through the eventing client.
-type viewClient struct {
-	client.Client
-	r *runner
-}
-
-func (c *viewClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	v, err := c.r.currentView(ctx)
-	if err != nil {
-		return err
-	}
-	return v.Get(ctx, key, obj, opts...)
-}
-
-func (c *viewClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	v, err := c.r.currentView(ctx)
-	if err != nil {
-		return err
-	}
-	return v.List(ctx, list, opts...)
 }
 
 // Options bound a run.
@@ -144,6 +122,7 @@ type runner struct {
 	hooks   *Hooks
 	world   *World
 	fake    client.WithWatch
+	api     client.WithWatch // the world's client: the current view, writes with events
 	queue   []requestKey
 	queued  map[requestKey]bool
 	timers  map[requestKey]time.Duration
@@ -217,9 +196,11 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 	}
 	r.indexes = indexes
 	r.events = 1 // no view yet
-	view := &viewClient{r: r}
-	view.Client = &eventingClient{Client: r.fake, emit: r.onChange, current: view}
-	r.world = &World{Client: view, API: r.fake, logf: r.logf}
+	// The world reads the runner's current in-memory view and writes
+	// through to the fake API with events.
+	current := func(ctx context.Context) (client.Reader, error) { return r.currentView(ctx) }
+	r.api = interceptor.NewClient(interceptor.NewClient(r.fake, eventing(current, r.onChange)), readsFrom(current))
+	r.world = &World{Client: r.api, API: r.fake, logf: r.logf}
 	hooks, err := t.Setup(ctx, r.world)
 	if err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
@@ -436,20 +417,21 @@ func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
 		r.rec = r.hooks.NewReconciler(r.proxy)
 	}
 	r.reconciled = true
-	fc := &faultyClient{Client: r.world.Client, fault: f, calls: map[string]int{}}
-	if f.Kind == Stale {
-		fc.stale = r.staleView(f.Lag)
-	}
 	// Without a stale fault the reconciler reads the current view, as it
 	// would read an informer cache that is up to date.
-	r.proxy.Client = fc
+	var stale client.Reader
+	if f.Kind == Stale {
+		stale = r.staleView(f.Lag)
+	}
+	fc := newReconcilerView(r.api, f, stale)
+	r.proxy.Client = fc.client
 	res, err := r.rec.Reconcile(ctx, reconcile.Request{NamespacedName: k})
 	faultNote := ""
 	if f.Kind != NoFault {
 		faultNote = " [fault: " + f.String() + "]"
 	}
 	switch {
-	case fc.crashed:
+	case fc.crashed():
 		r.rec = nil // in-memory state lost
 		r.enqueue(k)
 		r.logf("%sreconcile %s%s: crashed after %d write(s)", prefix, k, faultNote, fc.writes)

@@ -62,7 +62,10 @@ func (k APIErrorKind) String() string {
 	return [...]string{"409-conflict", "504-timeout", "500-internal", "429-too-many-requests"}[k]
 }
 
-// Fault is a fault carried by an action.
+// Fault is a fault carried by an action: data, which schedules generate
+// and Shrink drops. Run executes Crash and APIError faults through
+// framework.Faults (see clientFault), Stale faults by serving the
+// reconcile's reads from an older view, and DropEvent in its queue.
 type Fault struct {
 	Kind FaultKind
 	// CrashAfter: the reconcile is aborted after this many writes (Crash).

@@ -73,7 +73,7 @@ func TestSeedsOfOneScriptShareTheirInputsAndTheFaultFreeRun(t *testing.T) {
 	g.Expect(setups).To(Equal(4+1), "four faulty runs and one shared fault-free run (%d seeds passed)", passed)
 }
 
-func TestFaultyClient(t *testing.T) {
+func TestReconcilerView(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	scheme := runtime.NewScheme()
@@ -84,25 +84,62 @@ func TestFaultyClient(t *testing.T) {
 	}
 
 	// A crash lets CrashAfter writes through, then every call fails.
-	c := &faultyClient{Client: fake, fault: Fault{Kind: Crash, CrashAfter: 1}, calls: map[string]int{}}
-	g.Expect(c.Create(ctx, cm("a"))).To(Succeed())
-	g.Expect(c.Create(ctx, cm("b"))).To(MatchError(ErrCrashed))
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "a"}, cm("a"))).To(MatchError(ErrCrashed))
-	g.Expect(c.crashed).To(BeTrue())
+	v := newReconcilerView(fake, Fault{Kind: Crash, CrashAfter: 1}, nil)
+	g.Expect(v.client.Create(ctx, cm("a"))).To(Succeed())
+	g.Expect(v.client.Create(ctx, cm("b"))).To(MatchError(ErrCrashed))
+	g.Expect(v.client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "a"}, cm("a"))).To(MatchError(ErrCrashed))
+	g.Expect(v.crashed()).To(BeTrue())
+	g.Expect(v.writes).To(Equal(1))
 
-	// An API fault fails exactly the Nth call of its verb.
-	c = &faultyClient{Client: fake, fault: Fault{Kind: APIError, Verb: "get", Nth: 2, Err: Conflict}, calls: map[string]int{}}
+	// An API fault fails exactly the Nth call of its verb, with the
+	// framework's error.
+	v = newReconcilerView(fake, Fault{Kind: APIError, Verb: "get", Nth: 2, Err: Conflict}, nil)
 	key := client.ObjectKey{Namespace: "ns", Name: "a"}
-	g.Expect(c.Get(ctx, key, cm("a"))).To(Succeed())
-	g.Expect(apierrors.IsConflict(c.Get(ctx, key, cm("a")))).To(BeTrue())
-	g.Expect(c.Get(ctx, key, cm("a"))).To(Succeed())
+	g.Expect(v.client.Get(ctx, key, cm("a"))).To(Succeed())
+	g.Expect(apierrors.IsConflict(v.client.Get(ctx, key, cm("a")))).To(BeTrue())
+	g.Expect(v.client.Get(ctx, key, cm("a"))).To(Succeed())
+	g.Expect(v.crashed()).To(BeFalse())
+
+	// A failed write is not counted; a subresource write is.
+	v = newReconcilerView(fake, Fault{Kind: APIError, Verb: "update/status", Nth: 1, Err: Timeout}, nil)
+	a := cm("a")
+	g.Expect(fake.Get(ctx, key, a)).To(Succeed())
+	g.Expect(apierrors.IsServerTimeout(v.client.Status().Update(ctx, a))).To(BeTrue())
+	g.Expect(v.writes).To(Equal(0))
+	g.Expect(v.client.Update(ctx, a)).To(Succeed())
+	g.Expect(v.writes).To(Equal(1))
 
 	// Stale reads come from the old view; writes still reach the API.
 	old := newMemoryReader(scheme, nil)
-	c = &faultyClient{Client: fake, stale: old, calls: map[string]int{}}
-	g.Expect(apierrors.IsNotFound(c.Get(ctx, key, cm("a")))).To(BeTrue(), "a stale view predates a")
-	g.Expect(c.Create(ctx, cm("c"))).To(Succeed())
+	v = newReconcilerView(fake, Fault{Kind: Stale, Lag: 1}, old)
+	g.Expect(apierrors.IsNotFound(v.client.Get(ctx, key, cm("a")))).To(BeTrue(), "a stale view predates a")
+	g.Expect(v.client.List(ctx, &corev1.ConfigMapList{})).To(Succeed())
+	g.Expect(v.client.Create(ctx, cm("c"))).To(Succeed())
 	g.Expect(fake.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "c"}, cm("c"))).To(Succeed())
+}
+
+func TestScheduleFaultsRunThroughTheFrameworkLayer(t *testing.T) {
+	for _, tc := range []struct {
+		fault  Fault
+		want   framework.Fault
+		client bool
+	}{
+		{Fault{Kind: Crash, CrashAfter: 2}, framework.Fault{Verb: framework.AnyWrite, Nth: 3, Crash: true, Err: ErrCrashed}, true},
+		{Fault{Kind: APIError, Verb: "patch/status", Nth: 2, Err: Conflict}, framework.Fault{Verb: "patch/status", Nth: 2, Err: framework.ErrConflict("sim", "object")}, true},
+		{Fault{Kind: APIError, Verb: "get", Nth: 1, Err: Timeout}, framework.Fault{Verb: "get", Nth: 1, Err: framework.ErrServerTimeout}, true},
+		{Fault{Kind: APIError, Verb: "list", Nth: 1, Err: Internal}, framework.Fault{Verb: "list", Nth: 1, Err: framework.ErrInternal}, true},
+		{Fault{Kind: APIError, Verb: "apply", Nth: 1, Err: TooManyRequests}, framework.Fault{Verb: "apply", Nth: 1, Err: framework.ErrTooManyRequests}, true},
+		{Fault{Kind: Stale, Lag: 2}, framework.Fault{}, false},
+		{Fault{Kind: DropEvent}, framework.Fault{}, false},
+		{Fault{}, framework.Fault{}, false},
+	} {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok := tc.fault.clientFault()
+			g.Expect(ok).To(Equal(tc.client))
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
 }
 
 func TestMemoryReaderListsBySelector(t *testing.T) {
