@@ -274,8 +274,10 @@ test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier und
 BUG ?= impatient-roll
 
 .PHONY: test-chaos-bug
-test-chaos-bug: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Show the chaos tier catches a real bug: the operator built with -tags gauntlet_bugs and --bug=$(BUG) must fail its scenario file.
-	CGO_ENABLED=0 go build -trimpath -tags gauntlet_bugs -o $(BIN)/manager-bugs ./operator/cmd
+test-chaos-bug: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Show the chaos tier catches a real bug: the operator built from a copy patched with suites/bugs/$(BUG).patch must fail its scenario file.
+	@dir=$$(suites/bugs/scratch.sh suites/bugs/$(BUG).patch); trap 'rm -rf "$$dir"' EXIT; \
+	  echo ">> building the $(BUG) manager in $$dir"; \
+	  cd "$$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o $(BIN)/manager-bugs ./operator/cmd
 	@tag=bugs-$$(sha256sum $(BIN)/manager-bugs | cut -c1-12); \
 	  MANAGER_BIN=$(BIN)/manager-bugs tools/images/build.sh operator $$tag && \
 	  echo "OPERATOR_BUGS_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images-bugs.env

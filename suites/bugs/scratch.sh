@@ -8,6 +8,7 @@
 # the copy. The build cache makes compiling the copy incremental.
 set -euo pipefail
 
+[[ $# -eq 0 || -f $1 ]] || { echo "scratch.sh: no such patch: $1" >&2; exit 2; }
 root=$(git rev-parse --show-toplevel)
 patch=${1:+$(realpath "$1")}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gauntlet-bug.XXXXXX")
