@@ -37,8 +37,6 @@ type (
 	SetupOptions = controller.SetupOptions
 	// WebhookValidator is the DatabaseCluster admission validator.
 	WebhookValidator = webhook.Validator
-	// Bug names a deliberately buggy variant (simulation tier only).
-	Bug = controller.Bug
 )
 
 // etcd membership.
@@ -61,9 +59,6 @@ const FieldOwner = controller.FieldOwner
 // MissingReferenceRecheck is how soon a pass blocked on a missing
 // StorageClass or restore claim looks again.
 const MissingReferenceRecheck = controller.MissingReferenceRecheck
-
-// BugsCompiledIn tells whether bug variants can be switched on in this build.
-const BugsCompiledIn = controller.BugsCompiledIn
 
 // Metric names.
 const (
@@ -104,10 +99,6 @@ var (
 	SetupWebhookWithManager = webhook.SetupWithManager
 	// ControllerName is the controller's name in metrics and logs.
 	ControllerName = controller.ControllerName
-	// EnableBug switches a bug variant on (only in -tags gauntlet_bugs builds).
-	EnableBug = controller.EnableBug
-	// AllBugs lists the bug variants.
-	AllBugs = controller.AllBugs
 
 	// Names and URLs of a cluster's children and members.
 	StatefulSetName     = builders.StatefulSetName

@@ -93,11 +93,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhooks.configurationName, "webhook-configuration-name", "gauntlet-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps current.")
 	fs.StringVar(&o.webhooks.crdName, "conversion-crd-name", "databaseclusters.database.gauntlet.dev", "CustomResourceDefinition whose conversion webhook caBundle the operator keeps current; empty leaves it alone.")
 	o.zap.BindFlags(fs)
-	enableBugs := bindBugFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if err := enableBugs(); err != nil {
 		return o, err
 	}
 	o.webhooks.namespace = os.Getenv("POD_NAMESPACE")

@@ -38,9 +38,9 @@ func getenv(k, def string) string {
 }
 
 // setup loads the scenario files, brings up a kind cluster with the
-// operator their Operator file describes (with image and args
-// overridden) and Chaos Mesh, and tears it down when the test ends.
-func setup(t *testing.T, paths []string, overrides map[string]string, args ...string) *engine.Engine {
+// operator their Operator file describes (with the overrides applied)
+// and Chaos Mesh, and tears it down when the test ends.
+func setup(t *testing.T, paths []string, overrides map[string]string) *engine.Engine {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	set, err := scenario.LoadPaths(paths...)
@@ -58,7 +58,7 @@ func setup(t *testing.T, paths []string, overrides map[string]string, args ...st
 			ControllerImage: getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage),
 			DaemonImage:     getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage),
 		},
-		Set: set, Overrides: overrides, OperatorArgs: args,
+		Set: set, Overrides: overrides,
 	})
 	if err != nil {
 		t.Fatalf("chaos setup: %v", err)
@@ -116,22 +116,22 @@ func TestChaos(t *testing.T) {
 	t.Logf("summary:\n%s", rep.Summary())
 }
 
-// caught maps a bug variant to the scenario that must catch it and a
-// violation the judgement must report.
+// caught maps a bug variant (suites/bugs/<variant>.patch) to the scenario
+// that must catch it and a violation the judgement must report.
 var caught = map[string]struct{ file, violation string }{
 	// Every member pod deleted at once on an image change: quorum is lost
 	// during an upgrade that should never cost it.
 	"impatient-roll": {"scenarios/12-upgrade-under-minority-pod-kill.yaml", "Available turned False during the fault"},
 }
 
-// TestChaosCatchesABuggyOperator runs the operator built with -tags
-// gauntlet_bugs and one bug switched on (--bug) through the scenario file
-// that must catch it, and fails unless the judgement reports the
-// violation: the chaos tier's checks can fail on a real cluster.
+// TestChaosCatchesABuggyOperator runs a buggy operator, its image built from
+// a copy of the tree patched with one bug variant, through the scenario file
+// that must catch it, and fails unless the judgement reports the violation:
+// the chaos tier's checks can fail on a real cluster.
 func TestChaosCatchesABuggyOperator(t *testing.T) {
 	bug := os.Getenv("GAUNTLET_CHAOS_BUG")
 	if bug == "" {
-		t.Skip("runs under make test-chaos-bug, which builds the operator with -tags gauntlet_bugs and sets GAUNTLET_CHAOS_BUG")
+		t.Skip("runs under make test-chaos-bug, which builds the operator image from a copy patched with suites/bugs/<variant>.patch and sets GAUNTLET_CHAOS_BUG")
 	}
 	want, ok := caught[bug]
 	if !ok {
@@ -142,13 +142,13 @@ func TestChaosCatchesABuggyOperator(t *testing.T) {
 		t.Fatal("OPERATOR_BUGS_IMAGE is not set (make test-chaos-bug sets it)")
 	}
 	artifacts := filepath.Join(framework.ArtifactsDir(), "chaos-bug-"+bug+"-"+time.Now().UTC().Format("20060102-150405"))
-	e := setup(t, []string{"scenarios/operator.yaml", want.file}, map[string]string{"OPERATOR_IMAGE": image}, "--bug="+bug)
+	e := setup(t, []string{"scenarios/operator.yaml", want.file}, map[string]string{"OPERATOR_IMAGE": image})
 	rep, err := e.RunAll(t.Context(), engine.RunOptions{Seed: seed(t), Artifacts: artifacts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := rep.Results[0]
-	t.Logf("with --bug=%s, %s: %s; errors %v; violations %v", bug, res.Scenario, res.Verdict(), res.Errors, res.Violations)
+	t.Logf("with the %s operator, %s: %s; errors %v; violations %v", bug, res.Scenario, res.Verdict(), res.Errors, res.Violations)
 	if res.Verdict() != report.Failed || !slices.ContainsFunc(res.Violations, func(v string) bool { return strings.Contains(v, want.violation) }) {
 		t.Fatalf("the chaos tier did not catch %s: want a violation containing %q", bug, want.violation)
 	}

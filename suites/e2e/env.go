@@ -43,7 +43,7 @@ type Options struct {
 	// runs in its namespace; loaded when set.
 	S3ServerImage string
 	// OperatorArgs are appended to the manager's arguments (for example
-	// --bug=<variant> for an operator built with -tags gauntlet_bugs).
+	// --max-concurrent-reconciles=4).
 	OperatorArgs []string
 	// Manifests is the operator's kustomization (operator/config/default).
 	Manifests string

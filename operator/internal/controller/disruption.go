@@ -15,9 +15,6 @@ import (
 // quorum of members through voluntary disruptions.
 func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := builders.PodDisruptionBudget(s.cluster)
-	if bug(BugPDBWithoutOwner) {
-		desired.OwnerReferences = nil
-	}
 	existing := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: s.cluster.Namespace}}
 	if _, err := applyChild(ctx, r.Client, &r.applied, s.cluster, "PodDisruptionBudget", existing, desired, policyv1ac.ExtractPodDisruptionBudget); err != nil {
 		return s.childError(err)

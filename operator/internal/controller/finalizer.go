@@ -36,19 +36,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if controllerutil.ContainsFinalizer(s.cluster, dbv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	var err error
-	if bug(BugStaleSpecOverwrite) {
-		// Wrong on purpose: merge-patches the whole object it read, without
-		// a resourceVersion. Harmless on a fresh read; on a stale one it
-		// puts an old spec back over the user's change.
-		controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
-		s.cluster.ResourceVersion = ""
-		err = r.Client.Patch(ctx, s.cluster, client.Merge)
-	} else {
-		base := s.cluster.DeepCopy()
-		controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
-		err = r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	}
+	base := s.cluster.DeepCopy()
+	controllerutil.AddFinalizer(s.cluster, dbv1.Finalizer)
+	err := r.Client.Patch(ctx, s.cluster, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsNotFound(err):
 		s.stop = true // deleted meanwhile: nothing left to do
@@ -82,9 +72,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		switch {
 		case err != nil:
 			return r.snapshotFailed(s, err)
-		case snap == nil && bug(BugFinalizerBeforeSnapshot):
-			// Wrong on purpose: treats "in progress" as done.
-			return r.removeFinalizer(ctx, c)
 		case snap == nil:
 			return s.requeueAfter(SnapshotPollInterval)
 		}

@@ -317,15 +317,13 @@ func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []mem
 		if x.Healthy {
 			after--
 		}
-		if !bug(BugUnsafeScaleDown) {
-			switch {
-			case voters-1 < 1 || after < etcd.Quorum(voters-1):
-				return wait(dbv1.ReasonWaitingForQuorum, "removing %s would leave %d healthy of %d voters, below quorum %d",
-					x.name, after, voters-1, etcd.Quorum(voters-1))
-			case healthy < etcd.Quorum(voters):
-				return wait(dbv1.ReasonWaitingForQuorum, "removing %s: only %d of %d voters healthy, quorum is %d",
-					x.name, healthy, voters, etcd.Quorum(voters))
-			}
+		switch {
+		case voters-1 < 1 || after < etcd.Quorum(voters-1):
+			return wait(dbv1.ReasonWaitingForQuorum, "removing %s would leave %d healthy of %d voters, below quorum %d",
+				x.name, after, voters-1, etcd.Quorum(voters-1))
+		case healthy < etcd.Quorum(voters):
+			return wait(dbv1.ReasonWaitingForQuorum, "removing %s: only %d of %d voters healthy, quorum is %d",
+				x.name, healthy, voters, etcd.Quorum(voters))
 		}
 		if x.Leader {
 			to := -1

@@ -159,7 +159,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.validateSpec,
 		r.ensureFinalizer,
 		r.reconcileServices,
-		r.bugEarlyStatus,
 		r.readMembersConfig,
 		r.readMembers,
 		r.checkReferences,
