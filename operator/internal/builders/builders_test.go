@@ -209,36 +209,6 @@ func TestMemberOrdinal(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	cases := []struct {
-		name    string
-		mutate  func(*dbv1.DatabaseCluster)
-		wantErr string
-	}{
-		{"valid", func(*dbv1.DatabaseCluster) {}, ""},
-		{"replicas nil", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = nil }, "spec.replicas is required"},
-		{"replicas 0", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](0) }, "between 1 and 9, got 0"},
-		{"replicas 10", func(c *dbv1.DatabaseCluster) { c.Spec.Replicas = ptr.To[int32](10) }, "between 1 and 9, got 10"},
-		{"no image", func(c *dbv1.DatabaseCluster) { c.Spec.Image = "" }, "spec.image is required"},
-		{"negative size", func(c *dbv1.DatabaseCluster) { c.Spec.Storage.Size = resource.MustParse("-1Gi") }, "spec.storage.size must be greater than zero"},
-		{"bad policy", func(c *dbv1.DatabaseCluster) { c.Spec.DeletionPolicy = "Keep" }, `spec.deletionPolicy must be Snapshot or Delete, got "Keep"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			c := cluster(3)
-			tc.mutate(c)
-			err := Validate(c)
-			if tc.wantErr == "" {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			g.Expect(err).To(MatchError(ErrInvalidSpec))
-			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
-		})
-	}
-}
-
 // childNames are the names of every object the operator creates for c,
 // with the limit each must fit: 63 for what becomes a DNS label or a label
 // value, 52 for the StatefulSet (its pods' controller-revision-hash label

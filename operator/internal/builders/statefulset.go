@@ -1,7 +1,6 @@
 package builders
 
 import (
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,35 +13,6 @@ import (
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
-// ErrInvalidSpec marks a spec the builders cannot turn into objects. The
-// schema should have rejected it; the controller reports it as a terminal
-// error rather than retrying.
-var ErrInvalidSpec = errors.New("invalid DatabaseCluster spec")
-
-// Validate checks what the builders rely on. The API server's schema and CEL
-// rules enforce the same limits; this guards against objects that bypassed
-// them (an older CRD, a fake client).
-func Validate(c *dbv1.DatabaseCluster) error {
-	switch r := c.Spec.Replicas; {
-	case r == nil:
-		return fmt.Errorf("%w: spec.replicas is required", ErrInvalidSpec)
-	case *r < 1 || *r > 9:
-		return fmt.Errorf("%w: spec.replicas must be between 1 and 9, got %d", ErrInvalidSpec, *r)
-	}
-	if c.Spec.Image == "" {
-		return fmt.Errorf("%w: spec.image is required", ErrInvalidSpec)
-	}
-	if c.Spec.Storage.Size.Sign() <= 0 {
-		return fmt.Errorf("%w: spec.storage.size must be greater than zero, got %q", ErrInvalidSpec, c.Spec.Storage.Size.String())
-	}
-	switch c.Spec.DeletionPolicy {
-	case "", dbv1.DeletionPolicySnapshot, dbv1.DeletionPolicyDelete:
-	default:
-		return fmt.Errorf("%w: spec.deletionPolicy must be Snapshot or Delete, got %q", ErrInvalidSpec, c.Spec.DeletionPolicy)
-	}
-	return nil
-}
-
 // StatefulSet runs one etcd member per pod. Pods start in parallel (a new
 // etcd cluster needs every initial member up to elect a leader), each with its
 // own volume from spec.storage, and run under the restricted Pod Security
@@ -50,7 +20,7 @@ func Validate(c *dbv1.DatabaseCluster) error {
 // the StatefulSet grows only after etcd knows the new member and shrinks only
 // after etcd has let the old one go. Pods are replaced only when the
 // operator deletes them (OnDelete), one member at a time, followers before
-// the leader. Call Validate first.
+// the leader. The spec must have passed validation.Cluster.
 func StatefulSet(c *dbv1.DatabaseCluster, replicas int32, o Options) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c)).

@@ -17,17 +17,13 @@ import (
 	"github.com/gauntlet-dev/gauntlet/operator/internal/validation"
 )
 
-// validateSpec refuses a spec the builders cannot realise. The schema and CEL
-// rules reject such specs at the API server; anything that slips through is a
-// terminal error shown in a condition, not a crash loop or a retry storm.
-func (r *Reconciler) validateSpec(_ context.Context, s *scope) (ctrl.Result, error) {
-	err := builders.Validate(s.cluster)
-	if err == nil {
-		if errs := validation.Spec(s.cluster); len(errs) > 0 {
-			err = fmt.Errorf("%w: %w", builders.ErrInvalidSpec, errs.ToAggregate())
-		}
-	}
-	if err != nil {
+// validateSpec refuses a spec the builders cannot realise, by the same
+// rules admission applies (validation.Cluster): anything that slipped past
+// the API server is a terminal error shown in a condition, not a crash loop
+// or a retry storm.
+func (r *Reconciler) validateSpec(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if errs := validation.Cluster(ctx, s.cluster); len(errs) > 0 {
+		err := fmt.Errorf("%w: %w", validation.ErrInvalidSpec, errs.ToAggregate())
 		s.invalidSpec = err
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}

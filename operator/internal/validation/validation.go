@@ -1,9 +1,13 @@
-// Package validation holds the checks of a DatabaseCluster spec that the
-// CRD's schema and CEL rules cannot make: a cron schedule, and container
-// resource rules as the API server applies them to pods. The admission webhook refuses what they find,
-// one message per mistake naming the field; the controller runs them too, so
-// that a cluster installed without the webhook says InvalidSpec instead of
-// failing further down.
+// Package validation is every rule a DatabaseCluster spec must keep, each
+// written once. The rules the CRD can state (bounds, enums, formats, CEL) are
+// markers on the API types; Schema applies the generated CRD's schema and
+// CEL rules in-process, so that the controller refuses what bypassed the API
+// server (a fake client, an older CRD) by the very same rules. Spec holds the
+// checks the CRD cannot make: a cron schedule, and container resource rules
+// as the API server applies them to pods. The admission webhook refuses what
+// Spec finds, one message per mistake naming the field; the controller runs
+// both, so that a cluster installed without the webhook says InvalidSpec
+// instead of failing further down.
 package validation
 
 import (
