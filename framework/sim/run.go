@@ -4,25 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -186,28 +175,12 @@ func (r *runner) logf(format string, args ...any) {
 
 // Run executes a schedule against a target and checks its invariants.
 func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
-	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]time.Duration{}}
-	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{
-		StatusSubresources: t.StatusSubresources, Indexes: t.Indexes, RESTMapper: restMapperFor(t.Scheme),
-	})
-	indexes, err := memoryIndexes(t.Scheme, t.Indexes)
+	r, err := newRunner(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	r.indexes = indexes
-	r.events = 1 // no view yet
-	// The world reads the runner's current in-memory view and writes
-	// through to the fake API with events.
-	current := func(ctx context.Context) (client.Reader, error) { return r.currentView(ctx) }
-	r.api = interceptor.NewClient(interceptor.NewClient(r.fake, eventing(current, r.onChange)), readsFrom(current))
-	r.world = &World{Client: r.api, API: r.fake, logf: r.logf}
-	hooks, err := t.Setup(ctx, r.world)
-	if err != nil {
-		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
-	}
-	r.hooks = hooks
 	res := &Result{Schedule: s}
-	for _, p := range hooks.Perturbations {
+	for _, p := range r.hooks.Perturbations {
 		res.Perturbations = append(res.Perturbations, p.Name)
 	}
 	if err := r.resync(ctx); err != nil {
@@ -230,40 +203,79 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 	// The faults stop. Heal the environment, resync once (recovering any
 	// dropped event), then the system must settle on events alone.
 	r.logf("-- faults stop: heal, resync, settle within %d rounds", o.settlePasses())
-	if hooks.Heal != nil {
-		if err := hooks.Heal(ctx); err != nil {
+	if r.hooks.Heal != nil {
+		if err := r.hooks.Heal(ctx); err != nil {
 			return nil, fmt.Errorf("healing: %w", err)
 		}
 	}
 	if err := r.resync(ctx); err != nil {
 		return nil, err
 	}
-	// Settled means: a round with no event and nothing queued, after every
-	// pending requeue timer has fired once (time fast-forwarded to it), so
-	// that periodic re-checks (member health, say) have had their say.
-	settled, timersFired := false, false
-	var lastRound []string
-	for round := 0; round < o.settlePasses() && !settled; round++ {
+	settled, lastRound, v, err := r.settle(ctx, o.settlePasses())
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		res.Violation, res.Trace = v, r.trace
+		return res, nil
+	}
+	if !settled {
+		res.Violation = &Violation{Invariant: "settles", Kind: Liveness, Step: -1,
+			Err: fmt.Errorf("still changing after %d rounds; last round:\n  %s", o.settlePasses(), strings.Join(lastRound, "\n  "))}
+	} else if r.hooks.Converged != nil {
+		if err := r.hooks.Converged(ctx); err != nil {
+			res.Violation = &Violation{Invariant: "converges to the spec", Kind: Liveness, Step: -1, Err: err}
+		}
+	}
+	end, err := r.endState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.End, res.Trace = end, r.trace
+	if len(r.errs) > 0 {
+		return res, errors.Join(r.errs...)
+	}
+	return res, nil
+}
+
+// newRunner sets up the target's world over a fresh fake API.
+func newRunner(ctx context.Context, t Target) (*runner, error) {
+	r := &runner{target: t, queued: map[requestKey]bool{}, timers: map[requestKey]time.Duration{}}
+	r.fake = framework.NewFakeClient(t.Scheme, framework.FakeClientOptions{
+		StatusSubresources: t.StatusSubresources, Indexes: t.Indexes, RESTMapper: restMapperFor(t.Scheme),
+	})
+	indexes, err := memoryIndexes(t.Scheme, t.Indexes)
+	if err != nil {
+		return nil, err
+	}
+	r.indexes = indexes
+	r.events = 1 // no view yet
+	// The world reads the runner's current in-memory view and writes
+	// through to the fake API with events.
+	current := func(ctx context.Context) (client.Reader, error) { return r.currentView(ctx) }
+	r.api = interceptor.NewClient(interceptor.NewClient(r.fake, eventing(current, r.onChange)), readsFrom(current))
+	r.world = &World{Client: r.api, API: r.fake, logf: r.logf}
+	hooks, err := t.Setup(ctx, r.world)
+	if err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", t.Name, err)
+	}
+	r.hooks = hooks
+	return r, nil
+}
+
+// settle runs rounds (every queued request reconciled, then a world step)
+// until one is quiet after every pending requeue timer has fired once (time
+// fast-forwarded to it), so that periodic re-checks (member health, say)
+// have had their say; at most passes rounds. It returns whether the system
+// settled and, if not, what the last round did; v is an invariant a step
+// broke on the way.
+func (r *runner) settle(ctx context.Context, passes int) (settled bool, lastRound []string, v *Violation, err error) {
+	timersFired := false
+	for round := 0; round < passes && !settled; round++ {
 		before := r.events
 		var roundLog []string
-		for n := len(r.queue); n > 0; n-- {
-			v, err := r.step(ctx, -1, Action{Kind: Reconcile})
-			if err != nil {
-				return nil, err
-			}
-			if v != nil {
-				res.Violation, res.Trace = v, r.trace
-				return res, nil
-			}
-			roundLog = append(roundLog, r.trace[len(r.trace)-1])
-		}
-		v, err := r.step(ctx, -1, Action{Kind: WorldStep})
-		if err != nil {
-			return nil, err
-		}
-		if v != nil {
-			res.Violation, res.Trace = v, r.trace
-			return res, nil
+		if roundLog, v, err = r.round(ctx); err != nil || v != nil {
+			return false, nil, v, err
 		}
 		lastRound = roundLog
 		quiet := r.events == before && len(r.queue) == 0
@@ -277,23 +289,22 @@ func Run(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) 
 			timersFired = true
 		}
 	}
-	if !settled {
-		res.Violation = &Violation{Invariant: "settles", Kind: Liveness, Step: -1,
-			Err: fmt.Errorf("still changing after %d rounds; last round:\n  %s", o.settlePasses(), strings.Join(lastRound, "\n  "))}
-	} else if hooks.Converged != nil {
-		if err := hooks.Converged(ctx); err != nil {
-			res.Violation = &Violation{Invariant: "converges to the spec", Kind: Liveness, Step: -1, Err: err}
+	return settled, lastRound, nil, nil
+}
+
+// round reconciles every request queued when it starts, then steps the
+// world once; it returns the trace line of each reconcile.
+func (r *runner) round(ctx context.Context) ([]string, *Violation, error) {
+	var log []string
+	for n := len(r.queue); n > 0; n-- {
+		v, err := r.step(ctx, -1, Action{Kind: Reconcile})
+		if err != nil || v != nil {
+			return nil, v, err
 		}
+		log = append(log, r.trace[len(r.trace)-1])
 	}
-	end, err := r.endState(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.End, res.Trace = end, r.trace
-	if len(r.errs) > 0 {
-		return res, errors.Join(r.errs...)
-	}
-	return res, nil
+	v, err := r.step(ctx, -1, Action{Kind: WorldStep})
+	return log, v, err
 }
 
 func (r *runner) resync(ctx context.Context) error {
@@ -448,390 +459,6 @@ func (r *runner) reconcile(ctx context.Context, prefix string, f Fault) error {
 	}
 	return nil
 }
-
-// switchClient lets one reconciler instance see each pass's faulty client.
-type switchClient struct{ client.Client }
-
-// remember keeps the view of the world before each action, for stale reads.
-func (r *runner) remember(ctx context.Context) error {
-	v, err := r.currentView(ctx)
-	if err != nil {
-		return err
-	}
-	r.history = append(r.history, v)
-	if len(r.history) > 8 {
-		r.history = r.history[1:]
-	}
-	return nil
-}
-
-// currentView is the world as it is now, in memory: rebuilt from the API
-// only after a write happened.
-func (r *runner) currentView(ctx context.Context) (*memoryReader, error) {
-	if r.view != nil && r.viewAt == r.events {
-		return r.view, nil
-	}
-	objs, err := r.listAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.view, r.viewAt = newMemoryReader(r.target.Scheme, objs), r.events
-	r.view.indexes = r.indexes
-	return r.view, nil
-}
-
-// listAll reads every object of the target's kinds from the API.
-func (r *runner) listAll(ctx context.Context) ([]client.Object, error) {
-	var objs []client.Object
-	for _, proto := range r.hooks.Kinds {
-		list := proto.DeepCopyObject().(client.ObjectList)
-		if err := r.fake.List(ctx, list); err != nil {
-			return nil, err
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			objs = append(objs, it.(client.Object))
-		}
-	}
-	return objs, nil
-}
-
-func (r *runner) staleView(lag int) *memoryReader {
-	idx := len(r.history) - 1 - lag
-	if idx < 0 {
-		idx = 0
-	}
-	return r.history[idx]
-}
-
-// memoryReader serves Get and List from a snapshot of objects: the world as
-// it was, for stale reads. It is far cheaper than a fake client per step.
-type memoryReader struct {
-	scheme  *runtime.Scheme
-	objs    []client.Object
-	gvks    []schema.GroupVersionKind
-	indexes []memoryIndex
-}
-
-// memoryIndex is a framework.FieldIndex with its kind resolved.
-type memoryIndex struct {
-	gvk     schema.GroupVersionKind
-	field   string
-	extract client.IndexerFunc
-}
-
-func memoryIndexes(scheme *runtime.Scheme, in []framework.FieldIndex) ([]memoryIndex, error) {
-	out := make([]memoryIndex, 0, len(in))
-	for _, ix := range in {
-		gvk, err := apiutil.GVKForObject(ix.Object, scheme)
-		if err != nil {
-			return nil, fmt.Errorf("index %s: %w", ix.Field, err)
-		}
-		out = append(out, memoryIndex{gvk: gvk, field: ix.Field, extract: ix.Extract})
-	}
-	return out, nil
-}
-
-// matchesFields tells whether an object of kind gvk passes a field
-// selector, by the indexes: as a cache, it serves only exact matches on
-// indexed fields.
-func (m *memoryReader) matchesFields(gvk schema.GroupVersionKind, o client.Object, sel fields.Selector) (bool, error) {
-	for _, req := range sel.Requirements() {
-		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
-			return false, fmt.Errorf("field selector %q: only exact matches on indexed fields are served", sel)
-		}
-		i := slices.IndexFunc(m.indexes, func(ix memoryIndex) bool { return ix.gvk == gvk && ix.field == req.Field })
-		if i < 0 {
-			return false, fmt.Errorf("no index on %s by %q is registered (sim.Target.Indexes)", gvk.Kind, req.Field)
-		}
-		if !slices.Contains(m.indexes[i].extract(o), req.Value) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// with returns a copy of the view with one change applied; views are
-// immutable, so older ones keep serving stale reads.
-func (m *memoryReader) with(ch change) *memoryReader {
-	ref := ch.new
-	if ref == nil {
-		ref = ch.old
-	}
-	gvk, _ := apiutil.GVKForObject(ref, m.scheme)
-	key := client.ObjectKeyFromObject(ref)
-	out := &memoryReader{scheme: m.scheme, objs: make([]client.Object, 0, len(m.objs)+1), gvks: make([]schema.GroupVersionKind, 0, len(m.objs)+1), indexes: m.indexes}
-	for i, o := range m.objs {
-		if m.gvks[i] == gvk && client.ObjectKeyFromObject(o) == key {
-			continue
-		}
-		out.objs, out.gvks = append(out.objs, o), append(out.gvks, m.gvks[i])
-	}
-	if ch.new != nil {
-		out.objs, out.gvks = append(out.objs, ch.new), append(out.gvks, gvk)
-	}
-	return out
-}
-
-func newMemoryReader(scheme *runtime.Scheme, objs []client.Object) *memoryReader {
-	m := &memoryReader{scheme: scheme, objs: objs, gvks: make([]schema.GroupVersionKind, len(objs))}
-	for i, o := range objs {
-		m.gvks[i], _ = apiutil.GVKForObject(o, scheme)
-	}
-	return m
-}
-
-func (m *memoryReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	gvk, err := apiutil.GVKForObject(obj, m.scheme)
-	if err != nil {
-		return err
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		for i, o := range m.objs {
-			if m.gvks[i] == gvk && o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
-				content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-				if err != nil {
-					return err
-				}
-				u.SetUnstructuredContent(content)
-				u.SetGroupVersionKind(gvk)
-				return nil
-			}
-		}
-		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
-	}
-	for _, o := range m.objs {
-		if o.GetName() != key.Name || o.GetNamespace() != key.Namespace {
-			continue
-		}
-		if reflect.TypeOf(o) != reflect.TypeOf(obj) {
-			continue
-		}
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
-		return nil
-	}
-	return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
-}
-
-func (m *memoryReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	gvk, err := apiutil.GVKForObject(list, m.scheme)
-	if err != nil {
-		return err
-	}
-	itemKind := strings.TrimSuffix(gvk.Kind, "List")
-	var items []runtime.Object
-	for i, o := range m.objs {
-		if ogvk := m.gvks[i]; ogvk.Kind != itemKind || ogvk.Group != gvk.Group {
-			continue
-		}
-		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
-			continue
-		}
-		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
-			continue
-		}
-		if lo.FieldSelector != nil && !lo.FieldSelector.Empty() {
-			ok, err := m.matchesFields(m.gvks[i], o, lo.FieldSelector)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-		}
-		items = append(items, o.DeepCopyObject())
-	}
-	return meta.SetList(list, items)
-}
-
-// volatile fields differ between runs that reach the same state.
-var volatile = map[string]bool{
-	"resourceVersion": true, "managedFields": true, "creationTimestamp": true, "uid": true,
-	"lastTransitionTime": true, "deletionTimestamp": true, "takenAt": true,
-}
-
-// endState renders every object, normalised (volatile fields out, keyed
-// lists sorted), keyed by kind/namespace/name: what the differential oracle
-// compares.
-func (r *runner) endState(ctx context.Context) (map[string]map[string]any, error) {
-	objs, err := r.listAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]map[string]any, len(objs))
-	for _, obj := range objs {
-		if r.hooks.History != nil && r.hooks.History(obj) {
-			continue
-		}
-		kind := fmt.Sprintf("%T", obj)
-		if gvk, err := apiutil.GVKForObject(obj, r.target.Scheme); err == nil {
-			kind = gvk.Kind
-		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return nil, fmt.Errorf("normalising %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
-		}
-		strip(m, r.hooks.VolatileFields)
-		out[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = m
-	}
-	return out, nil
-}
-
-func strip(v any, extra []string) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, child := range t {
-			if volatile[k] || slices.Contains(extra, k) {
-				delete(t, k)
-				continue
-			}
-			strip(child, extra)
-		}
-	case []any:
-		for _, child := range t {
-			strip(child, extra)
-		}
-		sortKeyed(t)
-	}
-}
-
-// sortKeyed orders a list of objects keyed by type or name (conditions,
-// members), whose order carries no meaning but would otherwise show as a
-// difference between runs.
-func sortKeyed(list []any) {
-	for _, key := range []string{"type", "name"} {
-		keyed := true
-		for _, it := range list {
-			m, ok := it.(map[string]any)
-			if _, has := m[key]; !ok || !has {
-				keyed = false
-				break
-			}
-		}
-		if keyed {
-			sort.SliceStable(list, func(i, j int) bool {
-				return fmt.Sprint(list[i].(map[string]any)[key]) < fmt.Sprint(list[j].(map[string]any)[key])
-			})
-			return
-		}
-	}
-}
-
-// RunDifferential runs the schedule, and if no invariant broke, runs its
-// inputs again without faults and compares the end states.
-func RunDifferential(ctx context.Context, t Target, s Schedule, o Options) (*Result, error) {
-	return runDifferential(ctx, t, s, o, nil)
-}
-
-func runDifferential(ctx context.Context, t Target, s Schedule, o Options, cache *baselines) (*Result, error) {
-	res, err := Run(ctx, t, s, o)
-	if err != nil || res.Violation != nil || len(s.Faults()) == 0 {
-		return res, err
-	}
-	base, err := cache.run(ctx, t, s.WithoutFaults(), o)
-	if err != nil {
-		return nil, fmt.Errorf("baseline run: %w", err)
-	}
-	if base.Violation != nil {
-		res.Violation = base.Violation
-		res.Trace = base.Trace
-		return res, nil
-	}
-	if diff := cmp.Diff(base.End, res.End); diff != "" {
-		res.Violation = &Violation{Invariant: "same end state as the fault-free run", Kind: "differential", Step: -1,
-			Err: fmt.Errorf("end states differ (-without faults +with faults):\n%s", diff)}
-	}
-	return res, nil
-}
-
-// baselines remembers fault-free runs by their inputs. A run is a pure
-// function of its schedule, so schedules that perturb the same input script
-// (consecutive seeds, see Config.FaultVariants, and every candidate while
-// shrinking) need its fault-free twin only once. A nil cache runs every time.
-type baselines struct {
-	mu      sync.Mutex
-	entries map[string]*baseline
-	order   []string // oldest first, for eviction
-}
-
-type baseline struct {
-	once sync.Once
-	res  *Result
-	err  error
-}
-
-// baselinesKept bounds the cache: seeds are explored in order, so the
-// scripts in use at any moment are few.
-const baselinesKept = 64
-
-func newBaselines() *baselines { return &baselines{entries: map[string]*baseline{}} }
-
-func (c *baselines) run(ctx context.Context, t Target, inputs Schedule, o Options) (*Result, error) {
-	if c == nil {
-		return Run(ctx, t, inputs, o)
-	}
-	key := fmt.Sprint(inputs.Actions)
-	c.mu.Lock()
-	b, ok := c.entries[key]
-	if !ok {
-		b = &baseline{}
-		c.entries[key] = b
-		c.order = append(c.order, key)
-		if len(c.order) > baselinesKept {
-			delete(c.entries, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
-	c.mu.Unlock()
-	b.once.Do(func() { b.res, b.err = Run(ctx, t, inputs, o) })
-	return b.res, b.err
-}
-
-// Shrink reduces a failing schedule to a minimal set of faults that still
-// breaks the same invariant: it drops faults one at a time while the failure
-// persists, until no single fault can go.
-func Shrink(ctx context.Context, t Target, failing *Result, o Options) (*Result, error) {
-	want := failing.Violation.Invariant
-	base := newBaselines()
-	kept := failing.Schedule.Faults()
-	best := failing
-	for changed := true; changed; {
-		changed = false
-		for i := 0; i < len(kept); i++ {
-			candidate := append(append([]int(nil), kept[:i]...), kept[i+1:]...)
-			res, err := runDifferential(ctx, t, failing.Schedule.Keep(candidate), o, base)
-			if err != nil {
-				return nil, err
-			}
-			if res.Violation != nil && res.Violation.Invariant == want {
-				kept, best, changed = candidate, res, true
-				i--
-			}
-		}
-	}
-	return best, nil
-}
-
-// FormatFailure renders a failure: the seed, the minimal faults, the trace
-// and the replay command.
-func FormatFailure(res *Result, replay string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %v\n", res.Schedule.Seed, res.Violation)
-	faults := res.Schedule.Faults()
-	sort.Ints(faults)
-	fmt.Fprintf(&b, "minimal faults (%d): %v\nschedule:\n%s", len(faults), faults, res.Schedule.Describe(res.Perturbations))
-	fmt.Fprintf(&b, "trace:\n  %s\n", strings.Join(res.Trace, "\n  "))
-	fmt.Fprintf(&b, "replay: %s\n", replay)
-	return b.String()
-}
-
-// restMappers caches one REST mapper per scheme: building one walks every
-// kind and costs more than a whole simulated run.
-var restMappers sync.Map
 
 func restMapperFor(s *runtime.Scheme) meta.RESTMapper {
 	if m, ok := restMappers.Load(s); ok {

@@ -130,28 +130,58 @@ func main() {
 
 func run(o options) error {
 	ctx := ctrl.SetupSignalHandler()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return err
 	}
-	if err := dbv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := dbv1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-
-	// Only member pods are cached: the operator has no business with others.
-	managed := labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagerName})
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := newManager(cfg, scheme, o)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := setupController(ctx, mgr, cfg, o); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if o.webhooks.enabled {
+		if err := setupWebhooks(ctx, mgr, cfg, scheme, o.webhooks); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.Info("starting manager", "maxConcurrentReconciles", o.maxConcurrentReconciles, "leaderElect", o.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// newScheme knows the built-in kinds, both DatabaseCluster versions and
+// CRDs (the certificate manager patches the conversion webhook's CA).
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, dbv1.AddToScheme, dbv1alpha1.AddToScheme, apiextensionsv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// newManager caches only what the operator manages: member and Job pods,
+// members ConfigMaps, snapshot claims, snapshot and restore Jobs, backup
+// CronJobs. Pods and Jobs are never applied, so their managed fields (a
+// third of a pod's size) are dropped from the cache.
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, o options) (ctrl.Manager, error) {
+	managed := labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagerName})
+	return ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certDir}),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -160,10 +190,6 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "gauntlet-operator.database.gauntlet.dev",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
-		// Only what the operator manages is cached: member and Job pods,
-		// members ConfigMaps, snapshot claims, snapshot and restore Jobs.
-		// Pods and Jobs are never applied, so their managed fields (a
-		// third of a pod's size) are dropped from the cache.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                   {Label: managed, Transform: cache.TransformStripManagedFields()},
 			&corev1.ConfigMap{}:             {Label: managed},
@@ -172,10 +198,11 @@ func run(o options) error {
 			&batchv1.CronJob{}:              {Label: managed},
 		}},
 	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
+}
 
+// setupController wires the DatabaseCluster reconciler into mgr: its
+// snapshotter, etcd dialer and metrics.
+func setupController(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o options) error {
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating a clientset for pod logs: %w", err)
@@ -198,19 +225,7 @@ func run(o options) error {
 	if err := r.SetupWithManager(mgr, controller.SetupOptions{MaxConcurrentReconciles: o.maxConcurrentReconciles}); err != nil {
 		return fmt.Errorf("setting up the DatabaseCluster controller: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	if o.webhooks.enabled {
-		if err := setupWebhooks(ctx, mgr, cfg, scheme, o.webhooks); err != nil {
-			return err
-		}
-	}
-	ctrl.Log.Info("starting manager", "maxConcurrentReconciles", o.maxConcurrentReconciles, "leaderElect", o.leaderElect)
-	return mgr.Start(ctx)
+	return nil
 }
 
 // resolveBackupImage returns the image backup Jobs run: the flag's, or the
