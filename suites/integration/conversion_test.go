@@ -87,3 +87,61 @@ func TestConversionThroughTheAPIServer(t *testing.T) {
 	g.Expect(*alpha.Spec.Replicas).To(Equal(int32(5)))
 	g.Expect(alpha.Spec.RestoreFrom).To(Equal(&dbv1alpha1.RestoreSource{ClaimName: "db-snapshots", File: "db.db"}))
 }
+
+// TestV1alpha1CannotBypassV1beta1Rules: v1beta1's fields written through
+// v1alpha1 (in the annotation) are held to v1beta1's rules, by the real API
+// server, conversion webhook and validating webhook; an unknown field in
+// the annotation is refused by name; restoreFrom stays immutable through
+// v1alpha1.
+func TestV1alpha1CannotBypassV1beta1Rules(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t, "bypass-")
+	alpha := func(name, hubOnly string) *dbv1alpha1.DatabaseCluster {
+		c := &dbv1alpha1.DatabaseCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: dbv1alpha1.DatabaseClusterSpec{
+				Replicas: ptr.To[int32](3), Image: "gauntlet.dev/etcd:v3.6.16",
+				Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			},
+		}
+		if hubOnly != "" {
+			c.Annotations = map[string]string{dbv1alpha1.HubOnlyAnnotation: hubOnly}
+		}
+		return c
+	}
+	refused := []struct {
+		name, hubOnly string
+		want          []string
+	}{
+		{"retention-zero", `{"backup":{"schedule":"@hourly","retention":{"count":0},"destination":{"volume":{}}}}`,
+			[]string{"spec.backup.retention.count"}},
+		{"destination-neither", `{"backup":{"schedule":"@hourly","retention":{"count":3},"destination":{}}}`,
+			[]string{"spec.backup.destination"}},
+		{"unknown-field", `{"backup":{"schedule":"@hourly","retension":{"count":3}}}`,
+			[]string{dbv1alpha1.HubOnlyAnnotation, `unknown field "retension"`}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			err := env.Client.Create(ctx, alpha(tc.name, tc.hubOnly), client.FieldValidation("Strict"))
+			g := NewWithT(t)
+			g.Expect(err).To(HaveOccurred(), "stored through v1alpha1")
+			for _, w := range tc.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+
+	t.Run("restoreFrom added later", func(t *testing.T) {
+		g := NewWithT(t)
+		c := alpha("restore-later", "")
+		g.Expect(env.Client.Create(ctx, c, client.FieldValidation("Strict"))).To(Succeed())
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return err
+			}
+			c.Annotations = map[string]string{dbv1alpha1.HubOnlyAnnotation: `{"restoreFromS3":{"bucket":"snaps","key":"db.snapshot","endpoint":"http://s3.example:9000","credentialsSecret":{"name":"s3"}}}`}
+			return env.Client.Update(ctx, c, client.FieldValidation("Strict"))
+		})
+		g.Expect(err).To(MatchError(ContainSubstring("restoreFrom can only be set when the cluster is created")))
+	})
+}

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -39,7 +40,11 @@ func (src *DatabaseCluster) ConvertTo(dstRaw conversion.Hub) error {
 	dst.ObjectMeta = in.ObjectMeta
 	var extra hubOnly
 	if raw, found := dst.Annotations[HubOnlyAnnotation]; found {
-		if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+		// Strictly: a field it does not know is a mistake to name, not
+		// something to drop without a word.
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&extra); err != nil {
 			return fmt.Errorf("converting DatabaseCluster %s/%s to v1beta1: annotation %s is not valid: %w", in.Namespace, in.Name, HubOnlyAnnotation, err)
 		}
 		delete(dst.Annotations, HubOnlyAnnotation)

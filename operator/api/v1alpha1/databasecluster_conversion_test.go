@@ -135,4 +135,8 @@ func TestConversionMovesRestoreFrom(t *testing.T) {
 	// A damaged annotation is an error naming it, not a silent loss.
 	back.Annotations[dbv1alpha1.HubOnlyAnnotation] = "{"
 	g.Expect(back.ConvertTo(&dbv1.DatabaseCluster{})).To(MatchError(ContainSubstring(dbv1alpha1.HubOnlyAnnotation)))
+	// So is a field it does not know, at any depth: never dropped quietly.
+	back.Annotations[dbv1alpha1.HubOnlyAnnotation] = `{"backup":{"schedule":"@hourly","retension":{"count":3}}}`
+	g.Expect(back.ConvertTo(&dbv1.DatabaseCluster{})).To(MatchError(And(
+		ContainSubstring(dbv1alpha1.HubOnlyAnnotation), ContainSubstring(`unknown field "retension"`))))
 }

@@ -86,7 +86,14 @@ func (s *Schema) Validate(ctx context.Context, obj, old runtime.Object) field.Er
 			return field.ErrorList{field.InternalError(nil, fmt.Errorf("converting the stored object: %w", err))}
 		}
 	}
-	errs := apiservervalidation.ValidateCustomResource(nil, u, s.openAPI)
+	var errs field.ErrorList
+	if oldU == nil {
+		errs = apiservervalidation.ValidateCustomResource(nil, u, s.openAPI)
+	} else {
+		// As the API server does on update: a value the stored object
+		// already had is not refused for a rule added since (ratcheting).
+		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u, oldU, s.openAPI)
+	}
 	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, u, oldU, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
 }
@@ -116,11 +123,25 @@ var ErrInvalidSpec = errors.New("invalid DatabaseCluster spec")
 // Cluster returns every rule c breaks: the CRD's schema and CEL rules of
 // the version c is stored in (transition rules aside), then Spec.
 func Cluster(ctx context.Context, c *dbv1.DatabaseCluster) field.ErrorList {
+	return Change(ctx, c, nil)
+}
+
+// Change returns every rule c breaks when it replaces old (nil on create),
+// transition rules included: the rules of v1beta1 whatever version the
+// object was written through, so that a write through v1alpha1 that
+// carries v1beta1's fields is held to v1beta1's rules.
+func Change(ctx context.Context, c, old *dbv1.DatabaseCluster) field.ErrorList {
 	s, err := ClusterSchema(dbv1.GroupVersion.Version)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	return append(s.Validate(ctx, c, nil), Spec(c)...)
+	var errs field.ErrorList
+	if old == nil {
+		errs = s.Validate(ctx, c, nil)
+	} else {
+		errs = s.Validate(ctx, c, old)
+	}
+	return append(errs, Spec(c)...)
 }
 
 var clusterSchemas = sync.OnceValues(func() (map[string]*Schema, error) {

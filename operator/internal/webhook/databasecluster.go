@@ -1,8 +1,12 @@
 // Package webhook guards DatabaseClusters at admission: what the schema and
 // CEL rules cannot express, because it compares the old object with the new
 // one in terms of etcd's quorum arithmetic, or needs a parser (cron) or the
-// API server's own pod rules (container resources). It validates v1beta1;
-// the API server converts v1alpha1 requests before they reach it.
+// API server's own pod rules (container resources); and the CRD's own
+// v1beta1 schema and CEL rules once more, because the API server checks a
+// write against the schema of the version it was made in, and a v1alpha1
+// object carries v1beta1's fields in an annotation its schema cannot see.
+// It validates v1beta1; the API server converts v1alpha1 requests before
+// they reach it.
 package webhook
 
 import (
@@ -49,8 +53,8 @@ func SetupWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate refuses a spec the operator could not run and warns about
 // even sizes.
-func (Validator) ValidateCreate(_ context.Context, c *dbv1.DatabaseCluster) (admission.Warnings, error) {
-	if errs := validation.Spec(c); len(errs) > 0 {
+func (Validator) ValidateCreate(ctx context.Context, c *dbv1.DatabaseCluster) (admission.Warnings, error) {
+	if errs := validation.Change(ctx, c, nil); len(errs) > 0 {
 		return nil, invalid(c, errs)
 	}
 	return sizeWarnings(c), nil
@@ -64,11 +68,11 @@ func invalid(c *dbv1.DatabaseCluster, errs field.ErrorList) error {
 // that leaves fewer members than the quorum of the current size, and warns
 // about even sizes. An object being deleted is not checked: its finalizer
 // must always be removable.
-func (Validator) ValidateUpdate(_ context.Context, oldC, newC *dbv1.DatabaseCluster) (admission.Warnings, error) {
+func (Validator) ValidateUpdate(ctx context.Context, oldC, newC *dbv1.DatabaseCluster) (admission.Warnings, error) {
 	if !newC.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	errs := validation.Spec(newC)
+	errs := validation.Change(ctx, newC, oldC)
 	if err := quorumSafeScaleDown(oldC.DesiredReplicas(), newC.DesiredReplicas()); err != nil {
 		errs = append(errs, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -12,7 +13,9 @@ import (
 )
 
 func withReplicas(n int32) *dbv1.DatabaseCluster {
-	return &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: dbv1.DatabaseClusterSpec{Replicas: ptr.To(n)}}
+	return &dbv1.DatabaseCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: dbv1.DatabaseClusterSpec{
+		Replicas: ptr.To(n), Image: "gauntlet.dev/etcd:v3.6.16", Storage: dbv1.StorageSpec{Size: resource.MustParse("1Gi")},
+	}}
 }
 
 func TestValidateUpdateScaleDown(t *testing.T) {
@@ -56,4 +59,22 @@ func TestEvenSizesWarn(t *testing.T) {
 			g.Expect(warnings).To(BeEmpty(), "n=%d", n)
 		}
 	}
+}
+
+// TestV1beta1RulesHoldForWhatV1alpha1Carries: what a v1alpha1 write carries
+// in its annotation reaches the webhook converted, and the CRD's v1beta1
+// rules refuse it there, transition rules included.
+func TestV1beta1RulesHoldForWhatV1alpha1Carries(t *testing.T) {
+	g := NewWithT(t)
+	c := withReplicas(3)
+	c.Spec.Backup = &dbv1.BackupSpec{Schedule: "0 3 * * *", Retention: dbv1.BackupRetention{Count: ptr.To[int32](0)}}
+	_, err := Validator{}.ValidateCreate(t.Context(), c)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.backup.retention.count"))
+
+	restored := withReplicas(3)
+	restored.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "snap", File: "db.snapshot"}}
+	_, err = Validator{}.ValidateUpdate(t.Context(), withReplicas(3), restored)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("restoreFrom can only be set when the cluster is created"))
 }
