@@ -117,26 +117,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		c.progress("using the existing cluster of %s", c.Kubeconfig)
 		return c, nil
 	}
-	if o.Name == "" {
-		suffix := make([]byte, 3)
-		if _, err := rand.Read(suffix); err != nil {
-			return nil, err
-		}
-		o.Name = "gauntlet-" + hex.EncodeToString(suffix)
-	}
-	if o.Kubeconfig == "" {
-		f, err := os.CreateTemp("", o.Name+"-kubeconfig-*")
-		if err != nil {
-			return nil, err
-		}
-		_ = f.Close()
-		o.Kubeconfig = f.Name()
-	}
-	if o.Attempts == 0 {
-		o.Attempts = 2
-	}
-	if o.WaitForReady == 0 {
-		o.WaitForReady = 3 * time.Minute
+	o, err := o.forKind()
+	if err != nil {
+		return nil, err
 	}
 	c.Name, c.Kubeconfig, c.opts = o.Name, o.Kubeconfig, o
 	c.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(&kindLogger{w: o.Log}))
@@ -148,19 +131,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		start := time.Now()
 		c.progress("creating kind cluster %s (node image %s, attempt %d of %d)", o.Name, o.NodeImage, attempt, o.Attempts)
-		opts := []kindcluster.CreateOption{
-			kindcluster.CreateWithKubeconfigPath(o.Kubeconfig),
-			kindcluster.CreateWithWaitForReady(o.WaitForReady),
-			kindcluster.CreateWithDisplayUsage(false),
-			kindcluster.CreateWithDisplaySalutation(false),
-		}
-		if o.NodeImage != "" {
-			opts = append(opts, kindcluster.CreateWithNodeImage(o.NodeImage))
-		}
-		if o.ConfigFile != "" {
-			opts = append(opts, kindcluster.CreateWithConfigFile(o.ConfigFile))
-		}
-		err := c.provider.Create(o.Name, opts...)
+		err := c.provider.Create(o.Name, o.createOptions()...)
 		if err == nil {
 			c.progress("created kind cluster %s in %s (kubeconfig %s)", o.Name, since(start), o.Kubeconfig)
 			if err = c.joinPodNetwork(ctx); err == nil {
@@ -174,6 +145,50 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	return nil, fmt.Errorf("creating kind cluster %s: %w", o.Name, errors.Join(errs...))
+}
+
+// forKind fills in what creating a kind cluster needs and o leaves out: a
+// random name, a temporary kubeconfig file, two attempts, a 3m wait.
+func (o Options) forKind() (Options, error) {
+	if o.Name == "" {
+		suffix := make([]byte, 3)
+		if _, err := rand.Read(suffix); err != nil {
+			return o, err
+		}
+		o.Name = "gauntlet-" + hex.EncodeToString(suffix)
+	}
+	if o.Kubeconfig == "" {
+		f, err := os.CreateTemp("", o.Name+"-kubeconfig-*")
+		if err != nil {
+			return o, err
+		}
+		_ = f.Close()
+		o.Kubeconfig = f.Name()
+	}
+	if o.Attempts == 0 {
+		o.Attempts = 2
+	}
+	if o.WaitForReady == 0 {
+		o.WaitForReady = 3 * time.Minute
+	}
+	return o, nil
+}
+
+// createOptions are kind's options for creating the cluster o describes.
+func (o Options) createOptions() []kindcluster.CreateOption {
+	opts := []kindcluster.CreateOption{
+		kindcluster.CreateWithKubeconfigPath(o.Kubeconfig),
+		kindcluster.CreateWithWaitForReady(o.WaitForReady),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+	}
+	if o.NodeImage != "" {
+		opts = append(opts, kindcluster.CreateWithNodeImage(o.NodeImage))
+	}
+	if o.ConfigFile != "" {
+		opts = append(opts, kindcluster.CreateWithConfigFile(o.ConfigFile))
+	}
+	return opts
 }
 
 // LoadImages copies local Docker images into every node, as `kind load

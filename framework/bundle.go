@@ -65,46 +65,9 @@ func CollectBundle(ctx context.Context, dir string, o BundleOptions) error {
 	}
 	for _, ns := range o.Namespaces {
 		nsDir := filepath.Join(dir, ns)
-		for _, gvr := range resources {
-			list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue // some resources cannot be listed; not worth a line each
-			}
-			for _, item := range list.Items {
-				item.SetManagedFields(nil)
-				data, err := yaml.Marshal(item.Object)
-				if err != nil {
-					note("%s %s/%s: %v", gvr.Resource, ns, item.GetName(), err)
-					continue
-				}
-				write(filepath.Join(nsDir, "objects", resourceDir(gvr), item.GetName()+".yaml"), string(data), note)
-			}
-		}
+		collectObjects(ctx, dyn, resources, ns, nsDir, note)
 		write(filepath.Join(nsDir, "events.txt"), events(ctx, cs, ns, note), note)
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			note("listing pods in %s: %v", ns, err)
-			continue
-		}
-		for _, p := range pods.Items {
-			for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-				for _, previous := range []bool{false, true} {
-					name := c.Name + ".log"
-					if previous {
-						name = c.Name + ".previous.log"
-						if !restarted(p, c.Name) {
-							continue
-						}
-					}
-					log, err := podLog(ctx, cs, ns, p.Name, c.Name, previous)
-					if err != nil {
-						note("log of %s/%s %s (previous=%v): %v", ns, p.Name, c.Name, previous, err)
-						continue
-					}
-					write(filepath.Join(nsDir, "logs", p.Name, name), log, note)
-				}
-			}
-		}
+		collectLogs(ctx, cs, ns, nsDir, note)
 	}
 	names := make([]string, 0, len(o.Files))
 	for name := range o.Files {
@@ -127,6 +90,56 @@ func CollectBundle(ctx context.Context, dir string, o BundleOptions) error {
 		write(filepath.Join(dir, "errors.txt"), strings.Join(problems, "\n")+"\n", func(string, ...any) {})
 	}
 	return nil
+}
+
+// collectObjects writes every object of the namespace, of the given
+// resources, as YAML under nsDir/objects/<resource>/<name>.yaml.
+func collectObjects(ctx context.Context, dyn dynamic.Interface, resources []schema.GroupVersionResource, ns, nsDir string, note func(string, ...any)) {
+	for _, gvr := range resources {
+		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue // some resources cannot be listed; not worth a line each
+		}
+		for _, item := range list.Items {
+			item.SetManagedFields(nil)
+			data, err := yaml.Marshal(item.Object)
+			if err != nil {
+				note("%s %s/%s: %v", gvr.Resource, ns, item.GetName(), err)
+				continue
+			}
+			write(filepath.Join(nsDir, "objects", resourceDir(gvr), item.GetName()+".yaml"), string(data), note)
+		}
+	}
+}
+
+// collectLogs writes each container's log of every pod of the namespace,
+// and its previous container's log when it restarted, under
+// nsDir/logs/<pod>/<container>[.previous].log.
+func collectLogs(ctx context.Context, cs kubernetes.Interface, ns, nsDir string, note func(string, ...any)) {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		note("listing pods in %s: %v", ns, err)
+		return
+	}
+	for _, p := range pods.Items {
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, previous := range []bool{false, true} {
+				name := c.Name + ".log"
+				if previous {
+					name = c.Name + ".previous.log"
+					if !restarted(p, c.Name) {
+						continue
+					}
+				}
+				log, err := podLog(ctx, cs, ns, p.Name, c.Name, previous)
+				if err != nil {
+					note("log of %s/%s %s (previous=%v): %v", ns, p.Name, c.Name, previous, err)
+					continue
+				}
+				write(filepath.Join(nsDir, "logs", p.Name, name), log, note)
+			}
+		}
+	}
 }
 
 // BundleOnFailure collects a bundle into <artifacts>/<run>/<test name>/

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,15 +11,12 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,16 +41,6 @@ type RunOptions struct {
 
 // ScenarioSeed derives the seed of the i-th scenario from the run's.
 func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
-
-// defaultBaseline is how long the etcd-kv workload runs before the fault
-// is requested, to measure its fault-free rate.
-const defaultBaseline = 10 * time.Second
-
-// writeStall is the shortest stretch without an acknowledged write that
-// counts as writes having stopped: longer than one failover of the
-// workload's clients (a 750 ms timeout on a member being replaced, then the
-// next member), so that a client moving on is not taken for etcd stopping.
-const writeStall = 2 * time.Second
 
 // RunAll runs the selected scenarios in turn, writing the report (json,
 // junit, summary, html) after each.
@@ -87,16 +73,6 @@ func write(rep *report.Report, dir string) error {
 	}
 	_, err := htmlreport.Write(rep, dir)
 	return err
-}
-
-// needs are the kernel features an action relies on: those of the
-// experiment the builder makes for it (no pod needed to ask).
-func needs(action string) []Feature {
-	exp, err := build("needs", scenario.Fault{Action: action}, Pods{}, Pods{}, nil)
-	if err != nil {
-		return nil
-	}
-	return exp.Needs
 }
 
 // run is one scenario's live state.
@@ -155,17 +131,9 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	defer stopTimeline()
 	timeline := WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 
-	var load *workload.Workload
-	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadEtcdKV {
-		if load, err = r.startEtcdKV(ctx, w, seed); err != nil {
-			return r.fail("starting the workload: %v", err)
-		}
-		if err := r.baseline(ctx, w); err != nil {
-			return r.fail("%v", err)
-		}
-	}
-	if w := s.Spec.Workload; w != nil && w.Kind == scenario.WorkloadCommand {
-		r.command = make(chan commandResult, 1) // started by during, once the fault's targets are known
+	load, err := r.startWorkload(ctx, seed)
+	if err != nil {
+		return r.fail("%v", err)
 	}
 	obs := &Observer{Pods: r.watchedPods}
 	if m := e.operator.Metrics; m != nil {
@@ -173,32 +141,9 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	obs.Start(ctx)
 
-	f := s.Spec.Fault
-	rng := rand.New(rand.NewPCG(seed, 1))
-	runRes := e.Runner.Run(ctx, Trial{
-		Name: name,
-		Hold: f.Hold.Duration,
-		Fault: func(ctx context.Context, _ *rand.Rand) (*Experiment, error) {
-			return r.experiment(ctx, f)
-		},
-		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
-		Converged: r.waitConverged,
-	}, seed)
+	runRes := r.trial(ctx, seed)
 	r.res.Run = runRes
-	var ledger *workload.Ledger
-	if load != nil {
-		ledger = load.Stop()
-	}
-	stopTimeline()
-	r.res.Timeline = timeline.Samples()
-	r.res.Series = &report.Series{}
-	if ledger != nil {
-		r.res.Series.SetWorkload(ledger)
-	}
-	r.res.Series.Operator, r.res.Series.Pods = obs.Stop()
-	for _, err := range timeline.Errors() {
-		r.res.Errors = append(r.res.Errors, "the condition timeline is incomplete: its watch failed: "+err)
-	}
+	ledger := r.collect(load, stopTimeline, timeline, obs)
 	if runRes.Skipped != "" || runRes.Failed() {
 		if ledger != nil {
 			_, _ = ledger.Save(r.res.Artifacts)
@@ -217,6 +162,43 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	e.logf("%s: %d checks, %d violated", name, len(r.res.Checks), len(r.res.Violations))
 	return r.res
+}
+
+// trial hands the scenario's fault to the Runner: resolved on the roles'
+// pods, held while the during actions run, then healed and converged.
+func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
+	f := r.s.Spec.Fault
+	rng := rand.New(rand.NewPCG(seed, 1))
+	return r.e.Runner.Run(ctx, Trial{
+		Name: r.s.Metadata.Name,
+		Hold: f.Hold.Duration,
+		Fault: func(ctx context.Context, _ *rand.Rand) (*Experiment, error) {
+			return r.experiment(ctx, f)
+		},
+		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
+		Converged: r.waitConverged,
+	}, seed)
+}
+
+// collect stops the workload, the condition timeline and the observer,
+// and records what they saw; it returns the workload's ledger (nil without
+// an etcd-kv workload).
+func (r *run) collect(load *workload.Workload, stopTimeline context.CancelFunc, timeline *Timeline, obs *Observer) *workload.Ledger {
+	var ledger *workload.Ledger
+	if load != nil {
+		ledger = load.Stop()
+	}
+	stopTimeline()
+	r.res.Timeline = timeline.Samples()
+	r.res.Series = &report.Series{}
+	if ledger != nil {
+		r.res.Series.SetWorkload(ledger)
+	}
+	r.res.Series.Operator, r.res.Series.Pods = obs.Stop()
+	for _, err := range timeline.Errors() {
+		r.res.Errors = append(r.res.Errors, "the condition timeline is incomplete: its watch failed: "+err)
+	}
+	return ledger
 }
 
 // create makes the namespace and the resource, retrying while the
@@ -319,245 +301,6 @@ func statusOf(u *unstructured.Unstructured) string {
 	st, _, _ := unstructured.NestedMap(u.Object, "status")
 	b, _ := json.Marshal(st)
 	return string(b)
-}
-
-// experiment builds the fault on the roles' pods as they are now.
-func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
-	roles := r.roles.snapshot()
-	r.faultRoles = roles
-	target, err := roles.pods(ctx, f.Target)
-	if err != nil {
-		return nil, err
-	}
-	var peer Pods
-	var addrs []string
-	if f.Action == scenario.ActionPartition {
-		if r.s.Spec.Roles[f.Peer].APIServer {
-			addrs, err = r.roles.apiServerAddresses(ctx)
-		} else {
-			peer, err = roles.pods(ctx, f.Peer)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	var exp *Experiment
-	if f.Action == scenario.ActionNodeLoss {
-		exp, err = r.nodeLoss(ctx, target)
-	} else {
-		exp, err = build(r.s.Metadata.Name, f, target, peer, addrs)
-	}
-	if err == nil {
-		r.targets = exp.Targets
-	}
-	return exp, err
-}
-
-// nodeLoss stops the nodes the target pods run on for the hold, then
-// starts them again. Only the nodes of a kind cluster the harness made are
-// its to stop, and never a control plane (the API server would go too):
-// on the single-node cluster the scenario is skipped.
-func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
-	if r.e.Cluster == nil || r.e.Cluster.Existing {
-		return nil, Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
-	}
-	var nodes []string
-	for _, name := range target.Names {
-		var p corev1.Pod
-		if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: name}, &p); err != nil {
-			return nil, err
-		}
-		var n corev1.Node
-		if err := r.e.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
-			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
-		}
-		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
-			return nil, Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
-		}
-		if !slices.Contains(nodes, n.Name) {
-			nodes = append(nodes, n.Name)
-		}
-	}
-	cl := r.e.Cluster
-	return &Experiment{
-		Targets: []Pods{target},
-		Harness: &HarnessFault{
-			Name: r.s.Metadata.Name,
-			Kind: "Node/stop",
-			Inject: func(ctx context.Context) error {
-				for _, n := range nodes {
-					if err := cl.StopNode(ctx, n); err != nil {
-						return err
-					}
-				}
-				return nil
-			},
-			Recover: func(ctx context.Context) error {
-				var errs []error
-				for _, n := range nodes {
-					errs = append(errs, cl.StartNode(ctx, n))
-				}
-				return errors.Join(errs...)
-			},
-		},
-	}, nil
-}
-
-// build makes the experiment of a fault on resolved targets: a partition
-// cuts target off from peer's pods, or from addrs when they are given.
-func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*Experiment, error) {
-	switch f.Action {
-	case scenario.ActionPodKill:
-		return PodKill(name, target), nil
-	case scenario.ActionContainerKill:
-		return ContainerKill(name, target, f.Container), nil
-	case scenario.ActionPodFailure:
-		return PodFailure(name, target, 10*time.Minute), nil
-	case scenario.ActionBandwidth:
-		return Bandwidth(name, target, f.Rate), nil
-	case scenario.ActionDelay:
-		return Delay(name, target, f.Latency.Duration), nil
-	case scenario.ActionLoss:
-		return Loss(name, target, f.LossPercent), nil
-	case scenario.ActionPartition:
-		if addrs != nil {
-			return PartitionFrom(name, target, addrs...), nil
-		}
-		return Partition(name, target, peer), nil
-	}
-	return nil, fmt.Errorf("unknown action %q", f.Action)
-}
-
-// during takes the scenario's actions in order.
-func (r *run) during(ctx context.Context, _ *rand.Rand) error {
-	if r.command != nil {
-		r.startCommand(ctx, r.s.Spec.Workload.Command)
-	}
-	for i, a := range r.s.Spec.During {
-		switch {
-		case a.Patch != nil:
-			raw, err := json.Marshal(a.Patch)
-			if err != nil {
-				return err
-			}
-			patch := []byte(r.vars.Expand(string(raw)))
-			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept during[%d]'s patch", i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-				if _, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-					return false, err.Error(), nil
-				}
-				return true, "", nil
-			})
-			if err != nil {
-				return err
-			}
-		case a.DeletePods != nil:
-			pods, err := r.roles.pods(ctx, a.DeletePods.Role)
-			if err != nil {
-				return err
-			}
-			for _, name := range pods.Names {
-				if err := r.deletePod(ctx, pods.Namespace, name, a.DeletePods.WithClaims); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// deletePod deletes a pod, and first its claims when asked, so that it
-// comes back with an empty volume.
-func (r *run) deletePod(ctx context.Context, ns, name string, claims bool) error {
-	p := &corev1.Pod{}
-	if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	var errs []error
-	if claims {
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName}}
-				errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, pvc)))
-			}
-		}
-	}
-	errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, p)))
-	return errors.Join(errs...)
-}
-
-// workloadOpTimeout bounds one workload operation: well above a healthy
-// write here (tens of milliseconds), well under etcd's failover time.
-const workloadOpTimeout = 750 * time.Millisecond
-
-// baseline lets the workload run fault-free for the scenario's baseline
-// before the fault is requested: its rate there is what the operations
-// during the fault are compared with.
-func (r *run) baseline(ctx context.Context, w *scenario.Workload) error {
-	d := defaultBaseline
-	if w.Baseline != nil {
-		d = w.Baseline.Duration
-	}
-	r.e.logf("%s: workload running fault-free for %s (baseline)", r.s.Metadata.Name, d)
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted during the workload's baseline: %w", ctx.Err())
-	case <-time.After(d):
-		return nil
-	}
-}
-
-// startEtcdKV opens a tunnel to each pod of the endpoints role and starts
-// the key-value workload through them.
-func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
-	pods, err := r.roles.pods(ctx, w.Endpoints.Role)
-	if err != nil {
-		return nil, err
-	}
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.closer = append(r.closer, cancel)
-	var endpoints []string
-	for _, p := range pods.Names {
-		t, err := framework.OpenTunnel(tctx, r.e.Config, pods.Namespace, p, int(w.Endpoints.Port))
-		if err != nil {
-			return nil, err
-		}
-		endpoints = append(endpoints, t.Addr)
-	}
-	// One client per member, failing over between them like an etcd client
-	// with every endpoint: a member cut off from the leader refuses at once
-	// (RequireLeader) or times out within OpTimeout, and is then avoided for
-	// a second, doubling up to 8 s while it keeps failing and probed by one
-	// operation at a time, so the workload measures etcd, not its own
-	// waiting.
-	var replicas []workload.KV
-	for _, ep := range endpoints {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-			DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
-		if err != nil {
-			return nil, err
-		}
-		r.closer = append(r.closer, func() { _ = cli.Close() })
-		replicas = append(replicas, workload.EtcdKV{Client: cli, RequireLeader: true})
-	}
-	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second, MaxBackoff: 8 * time.Second}
-	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
-		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
-	r.closer = append(r.closer, func() { load.Stop() })
-	err = framework.PollFor(ctx, "the workload's first acknowledged writes", time.Minute, 100*time.Millisecond, func(context.Context) (bool, string, error) {
-		n, last := 0, ""
-		for _, op := range load.Snapshot() {
-			if op.Kind == workload.KindPut && op.Outcome == workload.OK {
-				n++
-			}
-			last = op.Error
-		}
-		return n >= 20, fmt.Sprintf("%d acknowledged writes, last error %q", n, last), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.kv = kv
-	return load, nil
 }
 
 // watchedPods are the resource's namespace's pods and the operator's.

@@ -95,25 +95,8 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	if hold == 0 {
 		hold = 20 * time.Second
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	exp, err := s.Fault(ctx, rng)
-	if skip := (SkipError{}); errors.As(err, &skip) {
-		run.Skipped = skip.Reason
-		r.logf("%s: skipped: %s", s.Name, skip.Reason)
-		return run
-	}
-	if err != nil {
-		run.Failf("resolving the fault's targets: %v", err)
-		return run
-	}
-	run.Experiment = exp.Kind()
-	for _, t := range exp.Targets {
-		run.Targets = append(run.Targets, t.String())
-	}
-	r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
-	if missing := r.Missing(ctx, exp.Needs); missing != "" {
-		run.Skipped = missing
-		r.logf("%s: skipped: %s", s.Name, missing)
+	exp := r.resolve(ctx, s, seed, run)
+	if exp == nil {
 		return run
 	}
 
@@ -165,6 +148,42 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	run.Phases.Healed = time.Now()
 	run.HealTook = run.Phases.Healed.Sub(t1)
 	r.logf("%s: held %s, every target recovered and the object gone in %s", s.Name, hold, run.HealTook.Round(time.Millisecond))
+	r.converge(ctx, s, during, run)
+	return run
+}
+
+// resolve builds the trial's experiment and records it and its targets in
+// run. It returns nil when the run ends there: skipped (the fault cannot be
+// made here, or the nodes lack a kernel feature it needs) or failed.
+func (r *Runner) resolve(ctx context.Context, s Trial, seed uint64, run *report.Run) *Experiment {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	exp, err := s.Fault(ctx, rng)
+	if skip := (SkipError{}); errors.As(err, &skip) {
+		run.Skipped = skip.Reason
+		r.logf("%s: skipped: %s", s.Name, skip.Reason)
+		return nil
+	}
+	if err != nil {
+		run.Failf("resolving the fault's targets: %v", err)
+		return nil
+	}
+	run.Experiment = exp.Kind()
+	for _, t := range exp.Targets {
+		run.Targets = append(run.Targets, t.String())
+	}
+	r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
+	if missing := r.Missing(ctx, exp.Needs); missing != "" {
+		run.Skipped = missing
+		r.logf("%s: skipped: %s", s.Name, missing)
+		return nil
+	}
+	return exp
+}
+
+// converge, once the fault is healed, waits for the trial's During to end
+// (its error fails the run) and then for the system to converge, and
+// records when it did.
+func (r *Runner) converge(ctx context.Context, s Trial, during <-chan error, run *report.Run) {
 	select {
 	case err := <-during:
 		if err != nil {
@@ -172,18 +191,17 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 		}
 	case <-ctx.Done():
 		run.Failf("interrupted waiting for the action during the fault: %v", ctx.Err())
-		return run
+		return
 	}
 	if s.Converged != nil {
 		t2 := time.Now()
 		if err := s.Converged(ctx); err != nil {
 			run.Failf("not converged after the heal: %v", err)
-			return run
+			return
 		}
 		r.logf("%s: converged %s after the heal", s.Name, time.Since(t2).Round(time.Millisecond))
 	}
 	run.Phases.Converged = time.Now()
-	return run
 }
 
 // SkipError is what a scenario's Fault returns when the fault cannot be made

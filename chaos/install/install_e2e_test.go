@@ -45,6 +45,44 @@ func TestInstallE2E(t *testing.T) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	controllerImage := getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage)
 	daemonImage := getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage)
+	cfg, c := startKind(t, controllerImage, daemonImage)
+
+	opts := install.Options{ControllerImage: controllerImage, DaemonImage: daemonImage, Timeout: 5 * time.Minute}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpChaosMesh(t, cfg, install.DefaultNamespace)
+		}
+	})
+	podsBefore := expectInstallTwiceChangesNothing(t, cfg, c, opts)
+	expectInstallReplacesMismatchedCertificates(t, cfg, c, opts, podsBefore)
+
+	ns := createTarget(t, c)
+	uids := podUIDs(t, c, ns)
+	injectAndRemove(t, c, podKillChaos(ns), func(o client.Object) []chaosv1alpha1.ChaosCondition {
+		return o.(*chaosv1alpha1.PodChaos).Status.Conditions
+	})
+	g.Eventually(func() map[string]string { return podUIDs(t, c, ns) }).WithTimeout(time.Minute).ShouldNot(Equal(uids), "pod-kill must replace a pod")
+
+	g.Expect(waitStatefulSetReady(ctx, c, ns)).To(Succeed())
+	injectAndRemove(t, c, partitionChaos(ns), func(o client.Object) []chaosv1alpha1.ChaosCondition {
+		return o.(*chaosv1alpha1.NetworkChaos).Status.Conditions
+	})
+
+	start := time.Now()
+	g.Expect(install.Uninstall(ctx, cfg, opts)).To(Succeed())
+	report(t, "uninstall: %s", time.Since(start).Round(time.Millisecond))
+	err := c.Get(ctx, client.ObjectKey{Name: install.DefaultNamespace}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace left: %v", err)
+}
+
+// startKind starts the kind cluster (or takes the existing one), waits for
+// its system pods and loads the chaos images into it; it skips the test
+// when a fresh cluster is asked for and the images are not in the local
+// Docker engine.
+func startKind(t *testing.T, controllerImage, daemonImage string) (*rest.Config, client.Client) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
 	existing := os.Getenv(cluster.EnvExistingCluster) == "1"
 	if !existing {
 		for _, img := range []string{controllerImage, daemonImage} {
@@ -74,14 +112,16 @@ func TestInstallE2E(t *testing.T) {
 	if !existing {
 		g.Expect(cluster.LoadImages(ctx, controllerImage, daemonImage)).To(Succeed())
 	}
+	return cfg, c
+}
 
-	opts := install.Options{ControllerImage: controllerImage, DaemonImage: daemonImage, Timeout: 5 * time.Minute}
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpChaosMesh(t, cfg, install.DefaultNamespace)
-		}
-	})
-
+// expectInstallTwiceChangesNothing installs Chaos Mesh, then again: the
+// second Install reuses the certificates, changes nothing and rolls no pod.
+// It returns the pods after the first Install.
+func expectInstallTwiceChangesNothing(t *testing.T, cfg *rest.Config, c client.Client, opts install.Options) map[string]string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
 	first, err := install.Install(ctx, cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.CertificatesReused).To(BeFalse())
@@ -99,9 +139,16 @@ func TestInstallE2E(t *testing.T) {
 	for _, s := range second.Steps {
 		report(t, "  second install step %s: %s", s.Name, s.Duration.Round(time.Millisecond))
 	}
+	return podsBefore
+}
 
-	// Secrets that disagree on their CA: the next Install replaces the whole
-	// set, the webhooks' caBundle with it, and rolls the pods onto it.
+// expectInstallReplacesMismatchedCertificates makes the Secrets disagree on
+// their CA: the next Install replaces the whole set, the webhooks' caBundle
+// with it, and rolls every pod of podsBefore onto it.
+func expectInstallReplacesMismatchedCertificates(t *testing.T, cfg *rest.Config, c client.Client, opts install.Options, podsBefore map[string]string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
 	daemonCerts := &corev1.Secret{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: install.DaemonSecret}, daemonCerts)).To(Succeed())
 	webhookCerts := &corev1.Secret{}
@@ -123,10 +170,11 @@ func TestInstallE2E(t *testing.T) {
 		g.Expect(podsBefore).NotTo(HaveKey(name), "pod %s was not replaced", name)
 	}
 	report(t, "install over mismatched certificates: %s (%d changed; new certificates, pods rolled)", third.Duration.Round(time.Millisecond), len(third.Changed))
+}
 
-	ns := createTarget(t, c)
-
-	podKill := &chaosv1alpha1.PodChaos{
+// podKillChaos kills one pod of the target StatefulSet in ns.
+func podKillChaos(ns string) *chaosv1alpha1.PodChaos {
+	return &chaosv1alpha1.PodChaos{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-kill", Namespace: ns},
 		Spec: chaosv1alpha1.PodChaosSpec{
 			Action: chaosv1alpha1.PodKillAction,
@@ -138,13 +186,12 @@ func TestInstallE2E(t *testing.T) {
 			}},
 		},
 	}
-	uids := podUIDs(t, c, ns)
-	injectAndRemove(t, c, podKill, func(o client.Object) []chaosv1alpha1.ChaosCondition {
-		return o.(*chaosv1alpha1.PodChaos).Status.Conditions
-	})
-	g.Eventually(func() map[string]string { return podUIDs(t, c, ns) }).WithTimeout(time.Minute).ShouldNot(Equal(uids), "pod-kill must replace a pod")
+}
 
-	partition := &chaosv1alpha1.NetworkChaos{
+// partitionChaos cuts target-0 off from the other pods of the target
+// StatefulSet in ns, both ways.
+func partitionChaos(ns string) *chaosv1alpha1.NetworkChaos {
+	return &chaosv1alpha1.NetworkChaos{
 		ObjectMeta: metav1.ObjectMeta{Name: "partition", Namespace: ns},
 		Spec: chaosv1alpha1.NetworkChaosSpec{
 			PodSelector: chaosv1alpha1.PodSelector{
@@ -168,16 +215,6 @@ func TestInstallE2E(t *testing.T) {
 			},
 		},
 	}
-	g.Expect(waitStatefulSetReady(ctx, c, ns)).To(Succeed())
-	injectAndRemove(t, c, partition, func(o client.Object) []chaosv1alpha1.ChaosCondition {
-		return o.(*chaosv1alpha1.NetworkChaos).Status.Conditions
-	})
-
-	start := time.Now()
-	g.Expect(install.Uninstall(ctx, cfg, opts)).To(Succeed())
-	report(t, "uninstall: %s", time.Since(start).Round(time.Millisecond))
-	err = c.Get(ctx, client.ObjectKey{Name: install.DefaultNamespace}, &corev1.Namespace{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace left: %v", err)
 }
 
 // injectAndRemove creates obj, waits for AllInjected, deletes it and waits

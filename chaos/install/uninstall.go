@@ -45,39 +45,14 @@ func Uninstall(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	var crds, webhookConfigs, workloads, others, namespace []*unstructured.Unstructured
-	for _, u := range objs {
-		switch u.GetKind() {
-		case "CustomResourceDefinition":
-			crds = append(crds, u)
-		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
-			webhookConfigs = append(webhookConfigs, u)
-		case "Deployment", "DaemonSet":
-			workloads = append(workloads, u)
-		case "Namespace":
-			namespace = append(namespace, u)
-		default:
-			others = append(others, u)
-		}
-	}
-
-	// The kinds users create first: the controller recovers them through
-	// the per-pod kinds, which must still be there.
-	var topLevel, perPod []*unstructured.Unstructured
-	for _, crd := range crds {
-		if kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind"); internalKinds[kind] {
-			perPod = append(perPod, crd)
-		} else {
-			topLevel = append(topLevel, crd)
-		}
-	}
+	g := groupForUninstall(objs)
 	up := controllerAvailable(ctx, c, o.Namespace)
 	for _, group := range []struct {
 		name string
 		crds []*unstructured.Unstructured
-	}{{"chaos objects", topLevel}, {"per-pod chaos objects", perPod}} {
+	}{{"chaos objects", g.topLevel}, {"per-pod chaos objects", g.perPod}} {
 		err = r.step(group.name, func() (string, error) {
-			return removeChaos(ctx, c, r, group.crds, webhookConfigs, up)
+			return removeChaos(ctx, c, r, group.crds, g.webhookConfigs, up)
 		})
 		if err != nil {
 			return err
@@ -92,11 +67,11 @@ func Uninstall(ctx context.Context, cfg *rest.Config, o Options) error {
 		name string
 		objs []*unstructured.Unstructured
 	}{
-		{"webhook configurations", webhookConfigs},
-		{"workloads and their pods", workloads},
-		{"RBAC, Services and Secrets", others},
-		{"namespace", namespace},
-		{"CRDs", crds},
+		{"webhook configurations", g.webhookConfigs},
+		{"workloads and their pods", g.workloads},
+		{"RBAC, Services and Secrets", g.others},
+		{"namespace", g.namespace},
+		{"CRDs", g.crds},
 	} {
 		err := r.step("delete "+group.name, func() (string, error) {
 			n, err := deleteAll(ctx, c, group.objs)
@@ -114,6 +89,43 @@ func Uninstall(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	r.printf("uninstalled Chaos Mesh from %s in %s", o.Namespace, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// uninstallGroups are the rendered objects by the step of Uninstall that
+// removes them.
+type uninstallGroups struct {
+	crds, webhookConfigs, workloads, others, namespace []*unstructured.Unstructured
+	// topLevel are the CRDs of the kinds users create, removed first: the
+	// controller recovers them through the per-pod kinds (perPod), which
+	// must still be there.
+	topLevel, perPod []*unstructured.Unstructured
+}
+
+// groupForUninstall sorts the rendered objects into uninstallGroups.
+func groupForUninstall(objs []*unstructured.Unstructured) uninstallGroups {
+	var g uninstallGroups
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "CustomResourceDefinition":
+			g.crds = append(g.crds, u)
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			g.webhookConfigs = append(g.webhookConfigs, u)
+		case "Deployment", "DaemonSet":
+			g.workloads = append(g.workloads, u)
+		case "Namespace":
+			g.namespace = append(g.namespace, u)
+		default:
+			g.others = append(g.others, u)
+		}
+	}
+	for _, crd := range g.crds {
+		if kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind"); internalKinds[kind] {
+			g.perPod = append(g.perPod, crd)
+		} else {
+			g.topLevel = append(g.topLevel, crd)
+		}
+	}
+	return g
 }
 
 // internalKinds are the objects the controller makes for each target pod

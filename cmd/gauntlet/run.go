@@ -224,6 +224,29 @@ says what it is waiting for.`,
 	return cmd
 }
 
+// runOptions are the engine's options for the run the flags ask for: the
+// scenarios selected, the seed (--seed, else drawn from the clock), seeds
+// pinned by a replay, and the report's folder (a new dated one under the
+// artifacts folder unless --report names one).
+func (f *runFlags) runOptions(seeds map[string]uint64) (engine.RunOptions, error) {
+	all, err := f.names()
+	if err != nil {
+		return engine.RunOptions{}, err
+	}
+	names, err := selectFrom(all, f.scenarios)
+	if err != nil {
+		return engine.RunOptions{}, usageError{err}
+	}
+	ro := engine.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds, Only: names, Artifacts: f.report}
+	if f.seed >= 0 {
+		ro.Seed = uint64(f.seed)
+	}
+	if ro.Artifacts == "" {
+		ro.Artifacts = filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	return ro, nil
+}
+
 // runChaos makes the run: images, cluster, operator, Chaos Mesh, the
 // scenarios, the report. seeds pins recorded seeds (replay).
 func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout, stderr io.Writer) error {
@@ -241,22 +264,11 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	defer cancel()
 	ctx = framework.WithWaitObserver(ctx, prog.Waiting)
 
-	all, err := f.names()
+	ro, err := f.runOptions(seeds)
 	if err != nil {
 		return err
 	}
-	names, err := selectFrom(all, f.scenarios)
-	if err != nil {
-		return usageError{err}
-	}
-	ro := engine.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds, Only: names, Artifacts: f.report}
-	if f.seed >= 0 {
-		ro.Seed = uint64(f.seed)
-	}
-	if ro.Artifacts == "" {
-		ro.Artifacts = filepath.Join(framework.ArtifactsDir(), "chaos-"+time.Now().UTC().Format("20060102-150405"))
-	}
-	prog.Printf("seed %d (replay with --seed %d); %d scenarios of %s; report in %s", ro.Seed, ro.Seed, len(names), f.loaded.OperatorFile, ro.Artifacts)
+	prog.Printf("seed %d (replay with --seed %d); %d scenarios of %s; report in %s", ro.Seed, ro.Seed, len(ro.Only), f.loaded.OperatorFile, ro.Artifacts)
 
 	f.overrides = map[string]string{}
 	if root := repoRoot(); root != "" {
@@ -291,7 +303,7 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 		prog.Done()
 	}()
 	prog.Done()
-	prog.Phase(fmt.Sprintf("%d scenarios", len(names)))
+	prog.Phase(fmt.Sprintf("%d scenarios", len(ro.Only)))
 	rep, err := e.RunAll(ctx, ro)
 	prog.Done()
 	if rep != nil {

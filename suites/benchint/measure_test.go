@@ -21,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -209,6 +210,30 @@ func summarizeProfiles(t *testing.T, bin, pprofBase, dir string, cpuFiles []stri
 				len(cpuFiles), profileChunk, dir, strings.Join(lines[:min(len(lines), 30)], "\n"))
 		}
 	}
+}
+
+// startSimulator runs the simulated StatefulSet controller and kubelets
+// until ctx ends, and returns the client the convergence poll reads
+// through.
+func startSimulator(ctx context.Context, t *testing.T, env *framework.Envtest, scheme *runtime.Scheme) client.Client {
+	// Like the real ones, they read through informers: listing each
+	// StatefulSet's pods from the API server on every step costs the API
+	// server more than the operator does at N=1000 (a step is N pod LISTs)
+	// and makes the harness, not the operator, set the pace. The
+	// convergence poll reads the same cache.
+	harness := env.Client
+	if *cachedHarness {
+		harness = cachedClient(ctx, t, env.Config, scheme)
+	}
+	sim := &framework.StatefulSetSimulator{Client: harness, CachedReads: *cachedHarness}
+	go framework.RunEvery(ctx, 200*time.Millisecond, sim.Step, func(err error) {
+		// A cached read can be a step behind: the write conflicts and the
+		// next step, with a fresher cache, does it.
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			t.Logf("simulator: %v", err)
+		}
+	})
+	return harness
 }
 
 // cachedClient reads through informers started on first use and writes to

@@ -27,7 +27,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -66,8 +65,68 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
+	m := startManagerProcess(t, env)
+	defer m.stop()
+	simCtx, stopSim := context.WithCancel(ctx)
+	defer stopSim()
+	harness := startSimulator(simCtx, t, env, scheme)
 
-	// The manager, as a process of its own.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("creating %d DatabaseClusters (--max-concurrent-reconciles=%d)\n", *n, *concurrency)
+	cpuBefore := processCPU(os.Getpid(), m.cmd.Process.Pid)
+	start := time.Now()
+	var profiles <-chan []string
+	profCtx, stopProfiling := context.WithCancel(ctx)
+	defer stopProfiling()
+	if m.pprofAddr != "" {
+		profiles = captureCPUProfiles(profCtx, t, "http://"+m.pprofAddr, *profileDir)
+	}
+	for i := range *n {
+		if err := env.Client.Create(ctx, reference.NewCluster("bench", fmt.Sprintf("db-%04d", i)).WithoutUID().Build()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Printf("created in %s; waiting for every cluster to converge\n", time.Since(start).Round(time.Millisecond))
+	err = waitAllConverged(ctx, harness, start)
+	elapsed := time.Since(start)
+	cpuAfter := processCPU(os.Getpid(), m.cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("%v\nmanager log:\n%s", err, tail(m.logPath))
+	}
+	stopSim()
+	stopProfiling()
+
+	r := measureScale(ctx, t, env, m, elapsed, cpuAfter.minus(cpuBefore))
+	r.print()
+	if profiles != nil {
+		summarizeProfiles(t, m.bin, "http://"+m.pprofAddr, *profileDir, <-profiles)
+	}
+	if *figuresOut != "" {
+		if err := bench.WriteFigures(*figuresOut, scaleFigures(*n, r.elapsed, r.reconciles, r.writes, r.p50, r.p99, r.apiMean, r.peak, r.cpu)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.panics != 0 {
+		t.Fatalf("the manager panicked %v times", r.panics)
+	}
+}
+
+// managerProcess is the manager binary running as a process of its own
+// against the envtest API server, so that its memory and API writes are its
+// own.
+type managerProcess struct {
+	cmd                                 *exec.Cmd
+	bin, logPath, metricsURL, pprofAddr string
+}
+
+// startManagerProcess starts the manager (with its pprof endpoint when
+// profiling) and waits until its metrics endpoint answers.
+func startManagerProcess(t *testing.T, env *framework.Envtest) *managerProcess {
+	t.Helper()
+	ctx := t.Context()
 	kubeconfig := writeKubeconfig(t, env)
 	metricsAddr := freeAddr(t)
 	bin := *manager
@@ -98,56 +157,26 @@ func TestScale(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	metricsURL := "http://" + metricsAddr + "/metrics"
+	m := &managerProcess{cmd: cmd, bin: bin, logPath: logPath, pprofAddr: pprofAddr}
+	m.metricsURL = "http://" + metricsAddr + "/metrics"
 	if err := framework.PollFor(ctx, "the manager's metrics endpoint", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		_, err := framework.Scrape(ctx, metricsURL)
+		_, err := framework.Scrape(ctx, m.metricsURL)
 		return err == nil, fmt.Sprint(err), nil
 	}); err != nil {
+		m.stop()
 		t.Fatalf("%v\nmanager log:\n%s", err, tail(logPath))
 	}
+	return m
+}
 
-	// The simulated StatefulSet controller and kubelets. Like the real ones
-	// they read through informers: listing each StatefulSet's pods from the
-	// API server on every step costs the API server more than the operator
-	// does at N=1000 (a step is N pod LISTs) and makes the harness, not the
-	// operator, set the pace. The convergence poll reads the same cache.
-	simCtx, stopSim := context.WithCancel(ctx)
-	defer stopSim()
-	harness := env.Client
-	if *cachedHarness {
-		harness = cachedClient(simCtx, t, env.Config, scheme)
-	}
-	sim := &framework.StatefulSetSimulator{Client: harness, CachedReads: *cachedHarness}
-	go framework.RunEvery(simCtx, 200*time.Millisecond, sim.Step, func(err error) {
-		// A cached read can be a step behind: the write conflicts and the
-		// next step, with a fresher cache, does it.
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			t.Logf("simulator: %v", err)
-		}
-	})
+// stop kills the manager and waits for it.
+func (m *managerProcess) stop() { _ = m.cmd.Process.Kill(); _ = m.cmd.Wait() }
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("creating %d DatabaseClusters (--max-concurrent-reconciles=%d)\n", *n, *concurrency)
-	cpuBefore := processCPU(os.Getpid(), cmd.Process.Pid)
-	start := time.Now()
-	var profiles <-chan []string
-	profCtx, stopProfiling := context.WithCancel(ctx)
-	defer stopProfiling()
-	if pprofAddr != "" {
-		profiles = captureCPUProfiles(profCtx, t, "http://"+pprofAddr, *profileDir)
-	}
-	for i := range *n {
-		if err := env.Client.Create(ctx, reference.NewCluster("bench", fmt.Sprintf("db-%04d", i)).WithoutUID().Build()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fmt.Printf("created in %s; waiting for every cluster to converge\n", time.Since(start).Round(time.Millisecond))
+// waitAllConverged waits until every cluster in bench converged, reading
+// through harness, and prints progress every 10 s.
+func waitAllConverged(ctx context.Context, harness client.Client, start time.Time) error {
 	lastReport := time.Now()
-	err = framework.PollFor(ctx, "every cluster converged", *timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+	return framework.PollFor(ctx, "every cluster converged", *timeout, time.Second, func(ctx context.Context) (bool, string, error) {
 		list := &dbv1.DatabaseClusterList{}
 		if err := harness.List(ctx, list, client.InNamespace("bench")); err != nil {
 			return false, err.Error(), nil
@@ -164,65 +193,68 @@ func TestScale(t *testing.T) {
 		}
 		return done == *n, fmt.Sprintf("%d/%d converged", done, *n), nil
 	})
-	elapsed := time.Since(start)
-	cpuAfter := processCPU(os.Getpid(), cmd.Process.Pid)
-	if err != nil {
-		t.Fatalf("%v\nmanager log:\n%s", err, tail(logPath))
-	}
-	stopSim()
-	stopProfiling()
+}
 
-	families, err := framework.Scrape(ctx, metricsURL)
+// scaleResult is what TestScale measured once every cluster converged.
+type scaleResult struct {
+	elapsed                   time.Duration
+	reconciles, writes, reads float64
+	p50, p99, ownP50, ownP99  float64
+	apiMean, apiP99           float64
+	peak                      int64
+	panics                    float64
+	cpu                       cpuSeconds
+	apiRequests               *dto.MetricFamily
+}
+
+// measureScale reads the manager's and the API server's metrics and the
+// manager's peak memory.
+func measureScale(ctx context.Context, t *testing.T, env *framework.Envtest, m *managerProcess, elapsed time.Duration, cpu cpuSeconds) scaleResult {
+	t.Helper()
+	families, err := framework.Scrape(ctx, m.metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reconciles := framework.SumSamples(families, "controller_runtime_reconcile_total", map[string]string{"controller": operator.ControllerName})
 	writes := 0.0
-	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-		writes += framework.SumSamples(families, "rest_client_requests_total", map[string]string{"method": m})
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		writes += framework.SumSamples(families, "rest_client_requests_total", map[string]string{"method": method})
 	}
 	reads := framework.SumSamples(families, "rest_client_requests_total", map[string]string{"method": "GET"})
 	crTime := families["controller_runtime_reconcile_time_seconds"]
 	p50, p99 := quantile(crTime, 0.50), quantile(crTime, 0.99)
 	ownP50, ownP99 := quantile(families[operator.MetricReconcileDuration], 0.50), quantile(families[operator.MetricReconcileDuration], 0.99)
-	peak := peakRSS(cmd.Process.Pid)
+	peak := peakRSS(m.cmd.Process.Pid)
 	panics := framework.SumSamples(families, "controller_runtime_reconcile_panics_total", nil)
-	cpu := cpuAfter.minus(cpuBefore)
 	apiRequests, err := apiServerRequests(ctx, env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	apiWrites := writesOf(apiRequests)
 	apiMean, apiP99 := histogramMean(apiWrites), quantile(apiWrites, 0.99)
-	wall := elapsed.Seconds()
+	return scaleResult{elapsed: elapsed, reconciles: reconciles, writes: writes, reads: reads, p50: p50, p99: p99, ownP50: ownP50, ownP99: ownP99,
+		apiMean: apiMean, apiP99: apiP99, peak: peak, panics: panics, cpu: cpu, apiRequests: apiRequests}
+}
 
+// print writes the figures as bench-int's report.
+func (r scaleResult) print() {
+	wall := r.elapsed.Seconds()
 	fmt.Printf("\nbench-int: N=%d DatabaseClusters, --max-concurrent-reconciles=%d, cached harness %v, envtest %s\n", *n, *concurrency, *cachedHarness, os.Getenv("KUBEBUILDER_ASSETS"))
-	fmt.Printf("  time until all converged   %s\n", elapsed.Round(time.Millisecond))
-	fmt.Printf("  reconciles per cluster     %.2f (%.0f total)\n", reconciles/float64(*n), reconciles)
-	fmt.Printf("  API writes per cluster     %.2f (%.0f POST/PUT/PATCH/DELETE by the manager; %.0f GETs)\n", writes/float64(*n), writes, reads)
-	fmt.Printf("  reconcile time p50 / p99   %s / %s (controller_runtime_reconcile_time_seconds)\n", fmtSeconds(p50), fmtSeconds(p99))
-	fmt.Printf("                             %s / %s (%s)\n", fmtSeconds(ownP50), fmtSeconds(ownP99), operator.MetricReconcileDuration)
-	fmt.Printf("  API server write latency   mean %s, p99 %s (apiserver_request_duration_seconds, every client)\n", fmtSeconds(apiMean), fmtSeconds(apiP99))
-	fmt.Printf("  manager peak memory (RSS)  %.1f MiB\n", float64(peak)/(1<<20))
-	fmt.Printf("  reconcile panics           %.0f\n", panics)
+	fmt.Printf("  time until all converged   %s\n", r.elapsed.Round(time.Millisecond))
+	fmt.Printf("  reconciles per cluster     %.2f (%.0f total)\n", r.reconciles/float64(*n), r.reconciles)
+	fmt.Printf("  API writes per cluster     %.2f (%.0f POST/PUT/PATCH/DELETE by the manager; %.0f GETs)\n", r.writes/float64(*n), r.writes, r.reads)
+	fmt.Printf("  reconcile time p50 / p99   %s / %s (controller_runtime_reconcile_time_seconds)\n", fmtSeconds(r.p50), fmtSeconds(r.p99))
+	fmt.Printf("                             %s / %s (%s)\n", fmtSeconds(r.ownP50), fmtSeconds(r.ownP99), operator.MetricReconcileDuration)
+	fmt.Printf("  API server write latency   mean %s, p99 %s (apiserver_request_duration_seconds, every client)\n", fmtSeconds(r.apiMean), fmtSeconds(r.apiP99))
+	fmt.Printf("  manager peak memory (RSS)  %.1f MiB\n", float64(r.peak)/(1<<20))
+	fmt.Printf("  reconcile panics           %.0f\n", r.panics)
 	fmt.Printf("  CPU seconds while converging (%.0f core-seconds available on %d cores):\n", wall*float64(runtime.NumCPU()), runtime.NumCPU())
-	for _, name := range cpu.names() {
-		fmt.Printf("    %-22s %6.1f s  (%4.0f%% of one core)\n", name, cpu[name], 100*cpu[name]/wall)
+	for _, name := range r.cpu.names() {
+		fmt.Printf("    %-22s %6.1f s  (%4.0f%% of one core)\n", name, r.cpu[name], 100*r.cpu[name]/wall)
 	}
 	fmt.Printf("  API server time by request (every client, the whole run):\n")
-	for _, rt := range busiestRequests(apiRequests, 12) {
+	for _, rt := range busiestRequests(r.apiRequests, 12) {
 		fmt.Printf("    %-40s %6.0f requests %7.1f s\n", rt.request, rt.count, rt.seconds)
-	}
-	if profiles != nil {
-		summarizeProfiles(t, bin, "http://"+pprofAddr, *profileDir, <-profiles)
-	}
-	if *figuresOut != "" {
-		if err := bench.WriteFigures(*figuresOut, scaleFigures(*n, elapsed, reconciles, writes, p50, p99, apiMean, peak, cpu)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if panics != 0 {
-		t.Fatalf("the manager panicked %v times", panics)
 	}
 }
 

@@ -66,31 +66,8 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // TestMain has no *testing.T; this context spans the package run
 	defer cancel()
-	opts, url, err := env.ManagerOptions()
+	mgr, err := setupManager()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	metricsURL = url
-	mgr, err := ctrl.NewManager(env.Config, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	snapshots = reference.NewFakeSnapshotter()
-	reconciler = &operator.Reconciler{
-		Client:      mgr.GetClient(),
-		Snapshotter: snapshots,
-		Events:      mgr.GetEventRecorder(operator.FieldOwner),
-		Metrics:     operator.NewMetricsRecorder(ctrlmetrics.Registry),
-		APIReader:   mgr.GetAPIReader(),
-		Builders:    operator.BuilderOptions{BackupImage: backupImage},
-	}
-	if err := reconciler.SetupWithManager(mgr, operator.SetupOptions{MaxConcurrentReconciles: 4, Filter: notExperiment}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := operator.SetupWebhookWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -115,17 +92,57 @@ func run(m *testing.M) int {
 	code := m.Run()
 
 	// However the tests went, the operator must never have panicked.
+	if !noReconcilePanics(ctx) {
+		return 1
+	}
+	return code
+}
+
+// setupManager makes the operator's manager on the envtest API server,
+// with the reconciler (its snapshots faked) and the webhook; it sets
+// metricsURL, snapshots and reconciler.
+func setupManager() (ctrl.Manager, error) {
+	opts, url, err := env.ManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	metricsURL = url
+	mgr, err := ctrl.NewManager(env.Config, opts)
+	if err != nil {
+		return nil, err
+	}
+	snapshots = reference.NewFakeSnapshotter()
+	reconciler = &operator.Reconciler{
+		Client:      mgr.GetClient(),
+		Snapshotter: snapshots,
+		Events:      mgr.GetEventRecorder(operator.FieldOwner),
+		Metrics:     operator.NewMetricsRecorder(ctrlmetrics.Registry),
+		APIReader:   mgr.GetAPIReader(),
+		Builders:    operator.BuilderOptions{BackupImage: backupImage},
+	}
+	if err := reconciler.SetupWithManager(mgr, operator.SetupOptions{MaxConcurrentReconciles: 4, Filter: notExperiment}); err != nil {
+		return nil, err
+	}
+	if err := operator.SetupWebhookWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// noReconcilePanics scrapes the operator's metrics and says on stderr
+// whether controller_runtime_reconcile_panics_total is 0.
+func noReconcilePanics(ctx context.Context) bool {
 	families, err := framework.Scrape(ctx, metricsURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return false
 	}
 	if panics := framework.SumSamples(families, "controller_runtime_reconcile_panics_total", nil); panics != 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: controller_runtime_reconcile_panics_total is %v, want 0\n", panics)
-		return 1
+		return false
 	}
 	fmt.Fprintln(os.Stderr, "controller_runtime_reconcile_panics_total = 0")
-	return code
+	return true
 }
 
 // zapLevel keeps a passing suite quiet (errors only) unless GAUNTLET_VERBOSE is set.

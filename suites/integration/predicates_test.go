@@ -32,18 +32,92 @@ func TestPredicatesMeasured(t *testing.T) {
 	const K, r = 12, 4
 	g := NewWithT(t)
 	ctx := t.Context()
+	variants := predicateVariants(K, r)
+	mgr, clusters := newVariantManager(t, variants)
+	stop, err := env.StartManager(ctx, mgr)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(stop()).To(Succeed()) }()
+	// Only these controllers serve these clusters: delete them (through the
+	// finalizer) before the controllers stop.
+	defer func() {
+		for _, c := range clusters {
+			sim.Resume(c.Namespace)
+			framework.DeleteAllAndWait(t, env.Client, c.Namespace, &dbv1.DatabaseCluster{}, &dbv1.DatabaseClusterList{})
+		}
+	}()
 
-	variants := []struct {
-		name      string
-		predicate predicate.Predicate
-		want      int
-		wantFresh bool
-	}{
+	for _, c := range clusters {
+		create(t, c)
+	}
+	waitVariantsCreated(t, variants, clusters)
+	// Already during creation, the generation-only controller missed the
+	// pods becoming ready.
+	stale := clusters["pred-generation"]
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stale), stale)).To(Succeed())
+	t.Logf("after creation, pred-generation sees readyReplicas=%d while its StatefulSet has 3", stale.Status.ReadyReplicas)
+	g.Expect(stale.Status.ReadyReplicas).To(BeZero())
+	// The simulator must not write these StatefulSets during the experiment.
+	for _, c := range clusters {
+		sim.Pause(c.Namespace)
+		t.Cleanup(func() { sim.Resume(c.Namespace) })
+	}
+
+	reconciles := reconcileCounts(variants)
+	// Let the start-up reconciles drain: the no-predicate count stops moving.
+	base := settleCounts(t, reconciles)
+
+	// K updates: every third changes readyReplicas (down, then back), the
+	// rest only a condition message that no controller reads.
+	readinessChanges := 0
+	for i := 1; i <= K; i++ {
+		changeReadiness := i%3 == 0 && readinessChanges < r
+		for _, v := range variants {
+			updateStatefulSetStatus(ctx, g, clusters[v.name], i, changeReadiness)
+		}
+		if changeReadiness {
+			readinessChanges++
+		}
+		// The unfiltered controller sees every update: wait for it, so that
+		// updates are not coalesced in the workqueue.
+		waitCount(t, reconciles, "pred-none", base["pred-none"]+float64(i))
+		waitCount(t, reconciles, "pred-readiness", base["pred-readiness"]+float64(readinessChanges))
+	}
+	g.Expect(readinessChanges).To(Equal(r))
+	final := settleCounts(t, reconciles)
+
+	// expectReconciles reads every cluster again, stale (pred-generation's)
+	// included.
+	expectReconciles(t, variants, clusters, base, final)
+	g.Expect(stale.Status.ReadyReplicas).NotTo(Equal(int32(3)), "pred-generation's status is stale, as expected")
+}
+
+// predicateVariant is one controller of TestPredicatesMeasured: its
+// predicate on owned StatefulSets, the reconciles it should make, and
+// whether its status should follow the StatefulSet.
+type predicateVariant struct {
+	name      string
+	predicate predicate.Predicate
+	want      int
+	wantFresh bool
+}
+
+// predicateVariants: of K status-only updates, r of which change
+// readiness, no predicate reconciles K times; GenerationChangedPredicate 0
+// times and leaves status stale; ours r times with correct status.
+func predicateVariants(K, r int) []predicateVariant {
+	return []predicateVariant{
 		{"pred-none", predicate.Funcs{}, K, true},
 		{"pred-generation", predicate.GenerationChangedPredicate{}, 0, false},
 		{"pred-readiness", operator.StatefulSetReadinessChanged(), r, true},
 	}
+}
 
+// newVariantManager makes a second manager running one controller per
+// variant, each filtered to a namespace of its own, and returns it with
+// each variant's cluster (not created yet).
+func newVariantManager(t *testing.T, variants []predicateVariant) (ctrl.Manager, map[string]*dbv1.DatabaseCluster) {
+	t.Helper()
+	g := NewWithT(t)
 	opts, _, err := env.ManagerOptions()
 	g.Expect(err).NotTo(HaveOccurred())
 	opts.Metrics.BindAddress = "0" // counted on the suite manager's endpoint (one registry)
@@ -60,21 +134,14 @@ func TestPredicatesMeasured(t *testing.T) {
 		g.Expect(r.SetupWithManager(mgr, operator.SetupOptions{Name: v.name, StatefulSetPredicate: v.predicate, Filter: inNS})).To(Succeed())
 		clusters[v.name] = reference.NewCluster(ns, "db").WithoutUID().Build()
 	}
-	stop, err := env.StartManager(ctx, mgr)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(stop()).To(Succeed()) }()
-	// Only these controllers serve these clusters: delete them (through the
-	// finalizer) before the controllers stop.
-	defer func() {
-		for _, c := range clusters {
-			sim.Resume(c.Namespace)
-			framework.DeleteAllAndWait(t, env.Client, c.Namespace, &dbv1.DatabaseCluster{}, &dbv1.DatabaseClusterList{})
-		}
-	}()
+	return mgr, clusters
+}
 
-	for _, c := range clusters {
-		create(t, c)
-	}
+// waitVariantsCreated waits until every variant's StatefulSet has 3 ready
+// replicas and, for the variants whose status follows it, the cluster is
+// Available with 3 ready.
+func waitVariantsCreated(t *testing.T, variants []predicateVariant, clusters map[string]*dbv1.DatabaseCluster) {
+	t.Helper()
 	for _, v := range variants {
 		c := clusters[v.name]
 		waitForStatefulSetReady(t, c)
@@ -85,19 +152,12 @@ func TestPredicatesMeasured(t *testing.T) {
 			})
 		}
 	}
-	// Already during creation, the generation-only controller missed the
-	// pods becoming ready.
-	stale := clusters["pred-generation"]
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stale), stale)).To(Succeed())
-	t.Logf("after creation, pred-generation sees readyReplicas=%d while its StatefulSet has 3", stale.Status.ReadyReplicas)
-	g.Expect(stale.Status.ReadyReplicas).To(BeZero())
-	// The simulator must not write these StatefulSets during the experiment.
-	for _, c := range clusters {
-		sim.Pause(c.Namespace)
-		t.Cleanup(func() { sim.Resume(c.Namespace) })
-	}
+}
 
-	reconciles := func(ctx context.Context) (map[string]float64, error) {
+// reconcileCounts reads each variant's controller_runtime_reconcile_total
+// from the suite manager's metrics endpoint.
+func reconcileCounts(variants []predicateVariant) func(context.Context) (map[string]float64, error) {
+	return func(ctx context.Context) (map[string]float64, error) {
 		families, err := framework.Scrape(ctx, metricsURL)
 		if err != nil {
 			return nil, err
@@ -108,48 +168,40 @@ func TestPredicatesMeasured(t *testing.T) {
 		}
 		return out, nil
 	}
-	// Let the start-up reconciles drain: the no-predicate count stops moving.
-	base := settleCounts(t, reconciles)
+}
 
-	// K updates: every third changes readyReplicas (down, then back), the
-	// rest only a condition message that no controller reads.
-	readinessChanges := 0
-	for i := 1; i <= K; i++ {
-		changeReadiness := i%3 == 0 && readinessChanges < r
-		for _, v := range variants {
-			sts := &appsv1.StatefulSet{}
-			key := client.ObjectKey{Namespace: clusters[v.name].Namespace, Name: operator.StatefulSetName(clusters[v.name])}
-			g.Expect(env.Client.Get(ctx, key, sts)).To(Succeed())
-			if changeReadiness {
-				if sts.Status.ReadyReplicas == 3 {
-					sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 2, 2
-				} else {
-					sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 3, 3
-				}
-			} else {
-				sts.Status.Conditions = []appsv1.StatefulSetCondition{{Type: "Gauntlet", Status: "True", Message: fmt.Sprintf("tick %d", i)}}
-			}
-			g.Expect(env.Client.Status().Update(ctx, sts)).To(Succeed())
+// updateStatefulSetStatus makes update number tick to the status of c's
+// StatefulSet: with changeReadiness it moves readyReplicas (3 to 2, or
+// back), else it only changes a condition's message.
+func updateStatefulSetStatus(ctx context.Context, g Gomega, c *dbv1.DatabaseCluster, tick int, changeReadiness bool) {
+	sts := &appsv1.StatefulSet{}
+	key := client.ObjectKey{Namespace: c.Namespace, Name: operator.StatefulSetName(c)}
+	g.Expect(env.Client.Get(ctx, key, sts)).To(Succeed())
+	if changeReadiness {
+		if sts.Status.ReadyReplicas == 3 {
+			sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 2, 2
+		} else {
+			sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 3, 3
 		}
-		if changeReadiness {
-			readinessChanges++
-		}
-		// The unfiltered controller sees every update: wait for it, so that
-		// updates are not coalesced in the workqueue.
-		waitCount(t, reconciles, "pred-none", base["pred-none"]+float64(i))
-		waitCount(t, reconciles, "pred-readiness", base["pred-readiness"]+float64(readinessChanges))
+	} else {
+		sts.Status.Conditions = []appsv1.StatefulSetCondition{{Type: "Gauntlet", Status: "True", Message: fmt.Sprintf("tick %d", tick)}}
 	}
-	g.Expect(readinessChanges).To(Equal(r))
-	final := settleCounts(t, reconciles)
+	g.Expect(env.Client.Status().Update(ctx, sts)).To(Succeed())
+}
 
+// expectReconciles reads every cluster and its StatefulSet again, logs a
+// table of what each variant did, and expects each variant's reconciles
+// (final minus base) and, where it should, status following the
+// StatefulSet.
+func expectReconciles(t *testing.T, variants []predicateVariant, clusters map[string]*dbv1.DatabaseCluster, base, final map[string]float64) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n%-16s %10s %10s %22s %s\n", "predicate", "reconciles", "expected", "status.readyReplicas", "StatefulSet readyReplicas")
 	for _, v := range variants {
 		c := clusters[v.name]
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		if v.name == "pred-generation" {
-			stale = c
-		}
 		sts := &appsv1.StatefulSet{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: operator.StatefulSetName(c)}, sts)).To(Succeed())
 		got := final[v.name] - base[v.name]
@@ -160,7 +212,6 @@ func TestPredicatesMeasured(t *testing.T) {
 		}
 	}
 	t.Log(table.String())
-	g.Expect(stale.Status.ReadyReplicas).NotTo(Equal(int32(3)), "pred-generation's status is stale, as expected")
 }
 
 func waitForStatefulSetReady(t *testing.T, c *dbv1.DatabaseCluster) {

@@ -30,20 +30,30 @@ func chromium(t *testing.T) string {
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
+// browserCase is a page and what Check must report about it.
+type browserCase struct {
+	name       string
+	html       string
+	count      []string
+	screenshot bool
+	// Each wanted error or request must be a substring of one entry.
+	wantTitle    string
+	wantCounts   map[string]int
+	wantErrors   []string
+	wantRequests []string
+}
+
 func TestBrowserCheck(t *testing.T) {
 	exe := chromium(t)
+	for _, tt := range browserCases() {
+		t.Run(tt.name, func(t *testing.T) { checkPage(t, exe, tt) })
+	}
+}
 
-	tests := []struct {
-		name       string
-		html       string
-		count      []string
-		screenshot bool
-		// Each wanted error or request must be a substring of one entry.
-		wantTitle    string
-		wantCounts   map[string]int
-		wantErrors   []string
-		wantRequests []string
-	}{
+// browserCases are pages with and without console errors, exceptions and
+// network requests.
+func browserCases() []browserCase {
+	return []browserCase{
 		{
 			name: "clean self-contained page",
 			html: `<!doctype html><html><head><meta charset="utf-8"><title>Chaos report</title>
@@ -85,47 +95,48 @@ func TestBrowserCheck(t *testing.T) {
 			wantRequests: []string{"http://127.0.0.1:9/x.png"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			dir := t.TempDir()
-			page := filepath.Join(dir, "page.html")
-			g.Expect(os.WriteFile(page, []byte(tt.html), 0o644)).To(Succeed())
-			o := Options{Exec: exe, Count: tt.count}
-			if tt.screenshot {
-				o.Screenshot = filepath.Join(dir, "shots", "nested", "page.png")
-				o.FullPage = true
-			}
+}
 
-			res, err := Check(t.Context(), page, o)
-			g.Expect(err).NotTo(HaveOccurred())
-			t.Logf("console errors: %q", res.ConsoleErrors)
-			t.Logf("requests: %q", res.Requests)
+// checkPage writes tt's page, runs Check on it with Chromium exe, and
+// compares the result with what tt wants.
+func checkPage(t *testing.T, exe string, tt browserCase) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "page.html")
+	g.Expect(os.WriteFile(page, []byte(tt.html), 0o644)).To(Succeed())
+	o := Options{Exec: exe, Count: tt.count}
+	if tt.screenshot {
+		o.Screenshot = filepath.Join(dir, "shots", "nested", "page.png")
+		o.FullPage = true
+	}
 
-			g.Expect(res.Title).To(Equal(tt.wantTitle))
-			g.Expect(res.Counts).To(Equal(tt.wantCounts))
-			if len(tt.wantErrors) == 0 {
-				g.Expect(res.ConsoleErrors).To(BeEmpty())
-			}
-			for _, want := range tt.wantErrors {
-				g.Expect(res.ConsoleErrors).To(ContainElement(ContainSubstring(want)))
-			}
-			if len(tt.wantRequests) == 0 {
-				g.Expect(res.Requests).To(BeEmpty())
-			}
-			for _, want := range tt.wantRequests {
-				g.Expect(res.Requests).To(ContainElement(want))
-			}
-			if tt.screenshot {
-				g.Expect(res.Screenshot).To(Equal(o.Screenshot))
-				png, err := os.ReadFile(o.Screenshot)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(len(png)).To(BeNumerically(">", len(pngMagic)))
-				g.Expect(bytes.HasPrefix(png, pngMagic)).To(BeTrue(), "not a PNG")
-			} else {
-				g.Expect(res.Screenshot).To(BeEmpty())
-			}
-		})
+	res, err := Check(t.Context(), page, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("console errors: %q", res.ConsoleErrors)
+	t.Logf("requests: %q", res.Requests)
+
+	g.Expect(res.Title).To(Equal(tt.wantTitle))
+	g.Expect(res.Counts).To(Equal(tt.wantCounts))
+	if len(tt.wantErrors) == 0 {
+		g.Expect(res.ConsoleErrors).To(BeEmpty())
+	}
+	for _, want := range tt.wantErrors {
+		g.Expect(res.ConsoleErrors).To(ContainElement(ContainSubstring(want)))
+	}
+	if len(tt.wantRequests) == 0 {
+		g.Expect(res.Requests).To(BeEmpty())
+	}
+	for _, want := range tt.wantRequests {
+		g.Expect(res.Requests).To(ContainElement(want))
+	}
+	if tt.screenshot {
+		g.Expect(res.Screenshot).To(Equal(o.Screenshot))
+		png, err := os.ReadFile(o.Screenshot)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(png)).To(BeNumerically(">", len(pngMagic)))
+		g.Expect(bytes.HasPrefix(png, pngMagic)).To(BeTrue(), "not a PNG")
+	} else {
+		g.Expect(res.Screenshot).To(BeEmpty())
 	}
 }
 

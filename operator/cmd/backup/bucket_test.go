@@ -103,17 +103,7 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	args := jobArgs(t, c, local.ClientURL(0), "", t.TempDir())
 	t.Setenv(EnvAccessKeyID, access)
 	t.Setenv(EnvSecretAccessKey, secret)
-	var reports []backup.Report
-	for range 2 {
-		if len(reports) > 0 {
-			nextSecond(t, reports[0].TakenAt) // backups are named to the second
-		}
-		var stdout, stderr bytes.Buffer
-		g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(0), "backup %v:\n%s%s", args, stdout.String(), stderr.String())
-		var r backup.Report
-		g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
-		reports = append(reports, r)
-	}
+	reports := runBackups(t, args, 2)
 	first, second := reports[0], reports[1]
 	g.Expect(first.Location).To(Equal("s3://backups/clusters/ns/db/" + first.Name))
 	g.Expect(first.TotalKeys).To(BeNumerically(">=", 7))
@@ -132,13 +122,54 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	g.Expect(st.Revision).To(Equal(second.Revision))
 	g.Expect(st.Hash).To(Equal(second.Hash))
 
-	// The restore Job from this bucket: its fetch container's arguments
-	// (this program), then etcdutl with the restore container's, into the
-	// data directories of a new 3-member cluster, which serves every key.
+	fetchArgs := restoreFromBucket(t, c, second.Name)
+	t.Logf("a 3-member cluster restored from %s serves every key", second.Location)
+	expectFetchOfMissingKeyFails(t, fetchArgs)
+
+	// Wrong keys: exit 1, nothing stored, a report naming the upload.
+	t.Setenv(EnvSecretAccessKey, "wrong")
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(1))
+	var r backup.Report
+	g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
+	g.Expect(r.Succeeded).To(BeFalse())
+	g.Expect(r.Message).To(HavePrefix("storing the snapshot: uploading to s3://backups/clusters/ns/db/"))
+	names, err = b.List(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(Equal([]string{second.Name}))
+}
+
+// runBackups runs the backup program n times with args, a second apart
+// (backups are named to the second), and returns the reports it printed.
+func runBackups(t *testing.T, args []string, n int) []backup.Report {
+	t.Helper()
+	g := NewWithT(t)
+	var reports []backup.Report
+	for range n {
+		if len(reports) > 0 {
+			nextSecond(t, reports[0].TakenAt) // backups are named to the second
+		}
+		var stdout, stderr bytes.Buffer
+		g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(0), "backup %v:\n%s%s", args, stdout.String(), stderr.String())
+		var r backup.Report
+		g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
+		reports = append(reports, r)
+	}
+	return reports
+}
+
+// restoreFromBucket plays the restore Job of a new cluster restored from
+// key in c's bucket: its fetch container's arguments (this program), then
+// etcdutl with the restore container's, into the data directories of a new
+// 3-member cluster, which serves every key. It returns the fetch
+// arguments (without "fetch"), the Job's work folder made a local one.
+func restoreFromBucket(t *testing.T, c *dbv1.DatabaseCluster, key string) []string {
+	t.Helper()
+	g := NewWithT(t)
 	restoredCluster := backupCluster()
 	restoredCluster.Spec.Backup = nil
 	restoredCluster.Spec.RestoreFrom = &dbv1.RestoreSource{S3: &dbv1.S3SnapshotSource{
-		S3Bucket: *c.Spec.Backup.Destination.S3, Key: second.Name,
+		S3Bucket: *c.Spec.Backup.Destination.S3, Key: key,
 	}}
 	rjob := builders.RestoreJob(restoredCluster, 0, []string{"db-0"}, builders.Options{BackupImage: "x"})
 	fetchArgs := rjob.Spec.Template.Spec.InitContainers[0].Args
@@ -168,34 +199,27 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(resp.Count).To(BeNumerically(">=", 7), "member %s", restored.Name(i))
 	}
-	t.Logf("a 3-member cluster restored from %s serves every key", second.Location)
+	return local2
+}
 
-	// A key that is not there: exit 1 and a message naming it.
-	bad := append([]string{"fetch"}, local2...)
+// expectFetchOfMissingKeyFails runs fetch with fetchArgs for a key that is
+// not there: exit 1 and a termination message naming it.
+func expectFetchOfMissingKeyFails(t *testing.T, fetchArgs []string) {
+	t.Helper()
+	g := NewWithT(t)
+	bad := append([]string{"fetch"}, fetchArgs...)
 	for i, a := range bad {
 		if strings.HasPrefix(a, "--key=") {
 			bad[i] = "--key=db-backup-19700101T000000Z.db"
 		}
 	}
 	termination := filepath.Join(t.TempDir(), "termination")
-	fout.Reset()
+	var fout bytes.Buffer
 	g.Expect(run(t.Context(), append(bad, "--termination-log="+termination), &fout, &fout)).To(Equal(1))
 	msg, err := os.ReadFile(termination)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(msg)).To(HavePrefix("downloading s3://backups/clusters/ns/db/db-backup-19700101T000000Z.db: "))
 	t.Logf("a missing key fails the fetch with: %s", msg)
-
-	// Wrong keys: exit 1, nothing stored, a report naming the upload.
-	t.Setenv(EnvSecretAccessKey, "wrong")
-	var stdout, stderr bytes.Buffer
-	g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(1))
-	var r backup.Report
-	g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
-	g.Expect(r.Succeeded).To(BeFalse())
-	g.Expect(r.Message).To(HavePrefix("storing the snapshot: uploading to s3://backups/clusters/ns/db/"))
-	names, err = b.List(t.Context())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(names).To(Equal([]string{second.Name}))
 }
 
 func backupCluster() *dbv1.DatabaseCluster {

@@ -36,19 +36,44 @@ func settledSet(replicas int32) *appsv1.StatefulSet {
 
 var wasAvailable = []metav1.Condition{{Type: dbv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: dbv1.ReasonQuorumHealthy}}
 
+// wantCondition is a condition's expected status and reason.
+type wantCondition struct{ status, reason string }
+
+// conditionsCase is an observation and the three conditions it must give.
+type conditionsCase struct {
+	name                           string
+	o                              observation
+	available, progressing, degrad wantCondition
+}
+
 func TestComputeConditions(t *testing.T) {
-	type want struct{ status, reason string }
-	cases := []struct {
-		name                           string
-		o                              observation
-		available, progressing, degrad want
-	}{
+	for _, tc := range append(lifecycleConditionsCases(), faultConditionsCases()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.o.generation = 7
+			got := map[string]metav1.Condition{}
+			for _, c := range computeConditions(tc.o) {
+				got[c.Type] = c
+			}
+			for typ, w := range map[string]wantCondition{dbv1.ConditionAvailable: tc.available, dbv1.ConditionProgressing: tc.progressing, dbv1.ConditionDegraded: tc.degrad} {
+				g.Expect(got).To(HaveKey(typ))
+				g.Expect(string(got[typ].Status)).To(Equal(w.status), "%s: %+v", typ, got[typ])
+				g.Expect(got[typ].Reason).To(Equal(w.reason), "%s: %+v", typ, got[typ])
+			}
+		})
+	}
+}
+
+// lifecycleConditionsCases are a cluster's ordinary states: created,
+// settled, scaling, rolling.
+func lifecycleConditionsCases() []conditionsCase {
+	return []conditionsCase{
 		{
 			name:        "healthy and settled",
 			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, true, true), previous: wasAvailable},
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"False", dbv1.ReasonReconciled},
-			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"False", dbv1.ReasonReconciled},
+			degrad:      wantCondition{"False", dbv1.ReasonAllMembersHealthy},
 		},
 		{
 			// With OnDelete the StatefulSet controller never moves
@@ -59,23 +84,16 @@ func TestComputeConditions(t *testing.T) {
 				sts.Status.CurrentRevision, sts.Status.UpdateRevision = "r1", "r2"
 				return observation{desired: 3, statefulSet: sts, membersObserved: true, members: members(true, true, true), previous: wasAvailable}
 			}(),
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"False", dbv1.ReasonReconciled},
-			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"False", dbv1.ReasonReconciled},
+			degrad:      wantCondition{"False", dbv1.ReasonAllMembersHealthy},
 		},
 		{
 			name:        "bootstrapping: no member ready yet",
 			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(false, false, false)},
-			available:   want{"False", dbv1.ReasonBootstrapping},
-			progressing: want{"True", dbv1.ReasonCreating},
-			degrad:      want{"False", dbv1.ReasonBootstrapping},
-		},
-		{
-			name:        "lost quorum after being available",
-			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, false, false), previous: wasAvailable},
-			available:   want{"False", dbv1.ReasonQuorumLost},
-			progressing: want{"False", dbv1.ReasonReconciled},
-			degrad:      want{"True", dbv1.ReasonMembersUnhealthy},
+			available:   wantCondition{"False", dbv1.ReasonBootstrapping},
+			progressing: wantCondition{"True", dbv1.ReasonCreating},
+			degrad:      wantCondition{"False", dbv1.ReasonBootstrapping},
 		},
 		{
 			name: "scaling: spec replicas differ from status",
@@ -84,9 +102,9 @@ func TestComputeConditions(t *testing.T) {
 				sts.Status.Replicas = 3
 				return observation{desired: 5, statefulSet: sts, membersObserved: true, members: members(true, true, true), previous: wasAvailable}
 			}(),
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"True", dbv1.ReasonScaling},
-			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"True", dbv1.ReasonScaling},
+			degrad:      wantCondition{"False", dbv1.ReasonAllMembersHealthy},
 		},
 		{
 			name: "rolling: not every pod runs the update revision",
@@ -95,53 +113,52 @@ func TestComputeConditions(t *testing.T) {
 				sts.Status.UpdateRevision, sts.Status.UpdatedReplicas = "r2", 1
 				return observation{desired: 3, statefulSet: sts, membersObserved: true, members: members(true, true, true), previous: wasAvailable}
 			}(),
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"True", dbv1.ReasonRollingUpdate},
-			degrad:      want{"False", dbv1.ReasonAllMembersHealthy},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"True", dbv1.ReasonRollingUpdate},
+			degrad:      wantCondition{"False", dbv1.ReasonAllMembersHealthy},
+		},
+	}
+}
+
+// faultConditionsCases are a cluster with something wrong: quorum lost,
+// the member API unreachable, an invalid spec, a failed final snapshot.
+func faultConditionsCases() []conditionsCase {
+	return []conditionsCase{
+		{
+			name:        "lost quorum after being available",
+			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, false, false), previous: wasAvailable},
+			available:   wantCondition{"False", dbv1.ReasonQuorumLost},
+			progressing: wantCondition{"False", dbv1.ReasonReconciled},
+			degrad:      wantCondition{"True", dbv1.ReasonMembersUnhealthy},
 		},
 		{
 			name:        "member API unreachable",
 			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: members(true, true, true), memberAPIErr: errors.New("dial timeout"), previous: wasAvailable},
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"False", dbv1.ReasonReconciled},
-			degrad:      want{"True", dbv1.ReasonMemberAPIUnreachable},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"False", dbv1.ReasonReconciled},
+			degrad:      wantCondition{"True", dbv1.ReasonMemberAPIUnreachable},
 		},
 		{
 			name:        "invalid spec keeps what was known",
 			o:           observation{desired: 3, invalidSpec: errors.New("bad"), previous: wasAvailable},
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"False", dbv1.ReasonInvalidSpec},
-			degrad:      want{"False", dbv1.ReasonBootstrapping},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"False", dbv1.ReasonInvalidSpec},
+			degrad:      wantCondition{"False", dbv1.ReasonBootstrapping},
 		},
 		{
 			name:        "deleting with a failed snapshot",
 			o:           observation{desired: 3, deleting: true, snapshotErr: errors.New("timeout"), previous: wasAvailable},
-			available:   want{"True", dbv1.ReasonQuorumHealthy},
-			progressing: want{"True", dbv1.ReasonDeleting},
-			degrad:      want{"True", dbv1.ReasonSnapshotFailed},
+			available:   wantCondition{"True", dbv1.ReasonQuorumHealthy},
+			progressing: wantCondition{"True", dbv1.ReasonDeleting},
+			degrad:      wantCondition{"True", dbv1.ReasonSnapshotFailed},
 		},
 		{
 			name:        "learners do not count toward quorum",
 			o:           observation{desired: 3, statefulSet: settledSet(3), membersObserved: true, members: append(members(true, false, false), dbv1.MemberStatus{Name: "x", Healthy: true, Learner: true}), previous: wasAvailable},
-			available:   want{"False", dbv1.ReasonQuorumLost},
-			progressing: want{"False", dbv1.ReasonReconciled},
-			degrad:      want{"True", dbv1.ReasonMembersUnhealthy},
+			available:   wantCondition{"False", dbv1.ReasonQuorumLost},
+			progressing: wantCondition{"False", dbv1.ReasonReconciled},
+			degrad:      wantCondition{"True", dbv1.ReasonMembersUnhealthy},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			tc.o.generation = 7
-			got := map[string]metav1.Condition{}
-			for _, c := range computeConditions(tc.o) {
-				got[c.Type] = c
-			}
-			for typ, w := range map[string]want{dbv1.ConditionAvailable: tc.available, dbv1.ConditionProgressing: tc.progressing, dbv1.ConditionDegraded: tc.degrad} {
-				g.Expect(got).To(HaveKey(typ))
-				g.Expect(string(got[typ].Status)).To(Equal(w.status), "%s: %+v", typ, got[typ])
-				g.Expect(got[typ].Reason).To(Equal(w.reason), "%s: %+v", typ, got[typ])
-			}
-		})
 	}
 }
 

@@ -207,7 +207,36 @@ func quorumInDoubt(members []Member, noLeader map[uint64]bool) bool {
 // probeMembers asks every member for its status and sets Healthy and Leader;
 // it returns the members that answered without naming a leader.
 func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64]bool, error) {
-	statuses := make([]memberStatus, len(members))
+	statuses, alarms, alarmsErr := c.memberStatuses(ctx, members)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	leader := newestLeader(statuses)
+	noLeader := map[uint64]bool{}
+	for i := range members {
+		s := statuses[i]
+		members[i].Leader = leader != 0 && members[i].ID == leader
+		switch {
+		case s.err != nil || s.resp == nil:
+			members[i].Healthy = false
+		case alarmsErr != nil:
+			// Without the alarm list, any reported error counts against the
+			// member: Status lists the cluster's alarms and "no leader".
+			members[i].Healthy = len(s.resp.Errors) == 0
+		default:
+			members[i].Healthy = s.resp.Leader != 0 && !alarms[members[i].ID]
+		}
+		if s.err == nil && s.resp != nil && s.resp.Leader == 0 {
+			noLeader[members[i].ID] = true
+		}
+	}
+	return noLeader, nil
+}
+
+// memberStatuses asks, all at once, every member for its status (one per
+// member, in order) and the cluster for its alarms.
+func (c *client) memberStatuses(ctx context.Context, members []Member) (statuses []memberStatus, alarms map[uint64]bool, alarmsErr error) {
+	statuses = make([]memberStatus, len(members))
 	// The endpoints dialed are asked too, and what a member says there wins
 	// over its advertised client URL: the caller dials the addresses it
 	// knows to be current (a pod's IP), while the advertised name may
@@ -215,11 +244,7 @@ func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64
 	// restarted, its pods' addresses changed, the cluster's DNS caches
 	// the old one for its TTL).
 	direct := make([]memberStatus, len(c.endpoints))
-	var (
-		alarms    map[uint64]bool
-		alarmsErr error
-		wg        sync.WaitGroup
-	)
+	var wg sync.WaitGroup
 	probe := func(url string, into *memberStatus) {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, c.opts.StatusTimeout)
@@ -244,9 +269,6 @@ func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64
 		alarms, alarmsErr = c.alarmedMembers(actx)
 	})
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	byID := map[uint64]*clientv3.StatusResponse{}
 	for _, d := range direct {
 		if d.err == nil && d.resp != nil && d.resp.Header != nil {
@@ -258,10 +280,13 @@ func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64
 			statuses[i] = memberStatus{resp: resp}
 		}
 	}
+	return statuses, alarms, alarmsErr
+}
 
-	// The leader is taken from the answer with the highest raft term: during an
-	// election, members that have not heard of the new term still name the old
-	// leader.
+// newestLeader is the leader named by the answer with the highest raft
+// term (0 when none names one): during an election, members that have not
+// heard of the new term still name the old leader.
+func newestLeader(statuses []memberStatus) uint64 {
 	var leader, term uint64
 	for _, s := range statuses {
 		if s.err != nil || s.resp == nil || s.resp.Leader == 0 {
@@ -271,26 +296,7 @@ func (c *client) probeMembers(ctx context.Context, members []Member) (map[uint64
 			leader, term = s.resp.Leader, s.resp.RaftTerm
 		}
 	}
-
-	noLeader := map[uint64]bool{}
-	for i := range members {
-		s := statuses[i]
-		members[i].Leader = leader != 0 && members[i].ID == leader
-		switch {
-		case s.err != nil || s.resp == nil:
-			members[i].Healthy = false
-		case alarmsErr != nil:
-			// Without the alarm list, any reported error counts against the
-			// member: Status lists the cluster's alarms and "no leader".
-			members[i].Healthy = len(s.resp.Errors) == 0
-		default:
-			members[i].Healthy = s.resp.Leader != 0 && !alarms[members[i].ID]
-		}
-		if s.err == nil && s.resp != nil && s.resp.Leader == 0 {
-			noLeader[members[i].ID] = true
-		}
-	}
-	return noLeader, nil
+	return leader
 }
 
 // alarmedMembers returns the IDs of the members with an active alarm.

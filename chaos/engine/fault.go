@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+// needs are the kernel features an action relies on: those of the
+// experiment the builder makes for it (no pod needed to ask).
+func needs(action string) []Feature {
+	exp, err := build("needs", scenario.Fault{Action: action}, Pods{}, Pods{}, nil)
+	if err != nil {
+		return nil
+	}
+	return exp.Needs
+}
+
+// experiment builds the fault on the roles' pods as they are now.
+func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
+	roles := r.roles.snapshot()
+	r.faultRoles = roles
+	target, err := roles.pods(ctx, f.Target)
+	if err != nil {
+		return nil, err
+	}
+	var peer Pods
+	var addrs []string
+	if f.Action == scenario.ActionPartition {
+		if r.s.Spec.Roles[f.Peer].APIServer {
+			addrs, err = r.roles.apiServerAddresses(ctx)
+		} else {
+			peer, err = roles.pods(ctx, f.Peer)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var exp *Experiment
+	if f.Action == scenario.ActionNodeLoss {
+		exp, err = r.nodeLoss(ctx, target)
+	} else {
+		exp, err = build(r.s.Metadata.Name, f, target, peer, addrs)
+	}
+	if err == nil {
+		r.targets = exp.Targets
+	}
+	return exp, err
+}
+
+// nodeLoss stops the nodes the target pods run on for the hold, then
+// starts them again. Only the nodes of a kind cluster the harness made are
+// its to stop, and never a control plane (the API server would go too):
+// on the single-node cluster the scenario is skipped.
+func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
+	if r.e.Cluster == nil || r.e.Cluster.Existing {
+		return nil, Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
+	}
+	var nodes []string
+	for _, name := range target.Names {
+		var p corev1.Pod
+		if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: name}, &p); err != nil {
+			return nil, err
+		}
+		var n corev1.Node
+		if err := r.e.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
+		}
+		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
+			return nil, Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
+		}
+		if !slices.Contains(nodes, n.Name) {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	cl := r.e.Cluster
+	return &Experiment{
+		Targets: []Pods{target},
+		Harness: &HarnessFault{
+			Name: r.s.Metadata.Name,
+			Kind: "Node/stop",
+			Inject: func(ctx context.Context) error {
+				for _, n := range nodes {
+					if err := cl.StopNode(ctx, n); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			Recover: func(ctx context.Context) error {
+				var errs []error
+				for _, n := range nodes {
+					errs = append(errs, cl.StartNode(ctx, n))
+				}
+				return errors.Join(errs...)
+			},
+		},
+	}, nil
+}
+
+// build makes the experiment of a fault on resolved targets: a partition
+// cuts target off from peer's pods, or from addrs when they are given.
+func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*Experiment, error) {
+	switch f.Action {
+	case scenario.ActionPodKill:
+		return PodKill(name, target), nil
+	case scenario.ActionContainerKill:
+		return ContainerKill(name, target, f.Container), nil
+	case scenario.ActionPodFailure:
+		return PodFailure(name, target, 10*time.Minute), nil
+	case scenario.ActionBandwidth:
+		return Bandwidth(name, target, f.Rate), nil
+	case scenario.ActionDelay:
+		return Delay(name, target, f.Latency.Duration), nil
+	case scenario.ActionLoss:
+		return Loss(name, target, f.LossPercent), nil
+	case scenario.ActionPartition:
+		if addrs != nil {
+			return PartitionFrom(name, target, addrs...), nil
+		}
+		return Partition(name, target, peer), nil
+	}
+	return nil, fmt.Errorf("unknown action %q", f.Action)
+}
+
+// during takes the scenario's actions in order.
+func (r *run) during(ctx context.Context, _ *rand.Rand) error {
+	if r.command != nil {
+		r.startCommand(ctx, r.s.Spec.Workload.Command)
+	}
+	for i, a := range r.s.Spec.During {
+		switch {
+		case a.Patch != nil:
+			raw, err := json.Marshal(a.Patch)
+			if err != nil {
+				return err
+			}
+			patch := []byte(r.vars.Expand(string(raw)))
+			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept during[%d]'s patch", i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+				if _, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					return false, err.Error(), nil
+				}
+				return true, "", nil
+			})
+			if err != nil {
+				return err
+			}
+		case a.DeletePods != nil:
+			pods, err := r.roles.pods(ctx, a.DeletePods.Role)
+			if err != nil {
+				return err
+			}
+			for _, name := range pods.Names {
+				if err := r.deletePod(ctx, pods.Namespace, name, a.DeletePods.WithClaims); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// deletePod deletes a pod, and first its claims when asked, so that it
+// comes back with an empty volume.
+func (r *run) deletePod(ctx context.Context, ns, name string, claims bool) error {
+	p := &corev1.Pod{}
+	if err := r.e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var errs []error
+	if claims {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName}}
+				errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, pvc)))
+			}
+		}
+	}
+	errs = append(errs, client.IgnoreNotFound(r.e.Client.Delete(ctx, p)))
+	return errors.Join(errs...)
+}

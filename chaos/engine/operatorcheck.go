@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+// operatorState is the operator's pods and metrics at one moment.
+type operatorState struct {
+	uids     map[string]int32 // pod UID -> restarts
+	families map[string]*dto.MetricFamily
+}
+
+func (r *run) operatorState(ctx context.Context) (operatorState, error) {
+	pods, err := r.e.operatorPods(ctx)
+	if err != nil {
+		return operatorState{}, err
+	}
+	s := operatorState{uids: map[string]int32{}}
+	for _, p := range pods {
+		var n int32
+		for _, cs := range p.Status.ContainerStatuses {
+			n += cs.RestartCount
+		}
+		s.uids[string(p.UID)] = n
+	}
+	if r.e.operator.Metrics != nil {
+		if s.families, err = r.scrapeOperator(ctx); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// restarts counts container restarts and replaced pods between two states.
+func restarts(before, after operatorState) int {
+	n := 0
+	for uid, rs := range after.uids {
+		if b, ok := before.uids[uid]; ok {
+			n += int(rs - b)
+		} else {
+			n += 1 + int(rs)
+		}
+	}
+	return n
+}
+
+// scrapeOperator reads the metrics of a running operator pod.
+func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	m := r.e.operator.Metrics
+	pods, err := r.e.operatorPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		pf, err := framework.ForwardPort(ctx, r.e.Config, p.Namespace, p.Name, int(m.Port))
+		if err != nil {
+			return nil, err
+		}
+		defer pf.Close()
+		path := m.Path
+		if path == "" {
+			path = "/metrics"
+		}
+		return framework.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", pf.Local, path))
+	}
+	return nil, fmt.Errorf("no running operator pod in %s", r.e.operator.Namespace)
+}
+
+// operatorChecks judges the operator: restarts, metrics, owned objects
+// left alone once converged.
+func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
+	a := r.s.Spec.Assertions
+	f := &r.res.Figures
+	after, err := r.operatorState(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the operator after the heal: %w", err)
+	}
+	f.OperatorRestarts = restarts(before, after)
+	c := report.Check{Kind: "operator", Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", a.OperatorRestarts)}
+	if f.OperatorRestarts > a.OperatorRestarts {
+		c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, a.OperatorRestarts)
+	}
+	r.res.Checks = append(r.res.Checks, c)
+	if m := r.e.operator.Metrics; m != nil {
+		panics := scenario.MetricAssertion{Name: "controller_runtime_reconcile_panics_total", MaxIncrease: new(float64)}
+		if m.Controller != "" {
+			panics.Labels = map[string]string{"controller": m.Controller}
+		}
+		for _, ma := range append([]scenario.MetricAssertion{panics}, a.Metrics...) {
+			c, err := r.metricCheck(ctx, ma, before, &after)
+			if err != nil {
+				return err
+			}
+			r.res.Checks = append(r.res.Checks, c)
+		}
+	}
+	stable := 10 * time.Second
+	if a.StableFor != nil {
+		stable = a.StableFor.Duration
+	}
+	if stable > 0 {
+		changed, err := r.unstable(ctx, stable)
+		if err != nil {
+			return fmt.Errorf("watching owned objects after convergence: %w", err)
+		}
+		f.UnstableObjects = changed
+		c := report.Check{Kind: "operator", Name: "owned objects stable once converged", Value: "unchanged", Budget: "unchanged for " + stable.String()}
+		if len(changed) > 0 {
+			c.Value = fmt.Sprint(changed)
+			c.Violation = "owned objects still changing after convergence: " + fmt.Sprint(changed)
+		}
+		r.res.Checks = append(r.res.Checks, c)
+	}
+	return nil
+}
+
+// metricCheck judges one metric: its rise over the run, or its value
+// after the heal (polled for up to a minute, as a queue drains).
+func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, before operatorState, after *operatorState) (report.Check, error) {
+	name := metricSelector(ma.Name, ma.Labels)
+	if ma.MaxIncrease != nil {
+		b, a := framework.SumSamples(before.families, ma.Name, ma.Labels), framework.SumSamples(after.families, ma.Name, ma.Labels)
+		rise := a - b
+		if restarts(before, *after) > 0 {
+			rise = a // counters restart with the process: count what the new one saw
+		}
+		c := report.Check{Kind: "operator", Name: name + " rise", Value: fmt.Sprintf("+%v", rise), Budget: fmt.Sprintf("≤ %v", *ma.MaxIncrease)}
+		if rise > *ma.MaxIncrease {
+			c.Violation = fmt.Sprintf("%s rose by %v (budget %v)", name, rise, *ma.MaxIncrease)
+		}
+		if ma.Name == "controller_runtime_reconcile_panics_total" {
+			r.res.Figures.PanicsDelta = rise
+		}
+		if ma.Name == "controller_runtime_reconcile_errors_total" {
+			r.res.Figures.ErrorsDelta = rise
+		}
+		return c, nil
+	}
+	want := *ma.EqualsAfter
+	var got float64
+	err := framework.PollFor(ctx, fmt.Sprintf("%s to be %v", name, want), time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		fams, err := r.scrapeOperator(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		after.families = fams
+		got = framework.SumSamples(fams, ma.Name, ma.Labels)
+		return got == want, fmt.Sprintf("%v", got), nil
+	})
+	c := report.Check{Kind: "operator", Name: name + " after the heal", Value: fmt.Sprint(got), Budget: fmt.Sprint(want)}
+	if err != nil {
+		c.Violation = fmt.Sprintf("%s is %v after the heal (want %v)", name, got, want)
+	}
+	if ma.Name == "workqueue_depth" {
+		r.res.Figures.WorkqueueDepth = got
+	}
+	return c, nil
+}
+
+// ownedVersions maps the objects the resource controls, of the kinds an
+// operator usually owns, to their resourceVersions.
+func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	lists := map[string]client.ObjectList{
+		"StatefulSet": &appsv1.StatefulSetList{}, "Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{},
+		"ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}, "PodDisruptionBudget": &policyv1.PodDisruptionBudgetList{},
+	}
+	for kind, l := range lists {
+		if err := r.e.Client.List(ctx, l, client.InNamespace(r.ns)); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			o := it.(client.Object)
+			if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == r.obj.GetUID() {
+				out[kind+"/"+o.GetName()] = o.GetResourceVersion()
+			}
+		}
+	}
+	return out, nil
+}
+
+// unstable returns the owned objects whose resourceVersion changed over d.
+func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {
+	before, err := r.ownedVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := r.ownedVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for k, v := range after {
+		if before[k] != v {
+			changed = append(changed, fmt.Sprintf("%s (resourceVersion %s -> %s)", k, before[k], v))
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
+}
+
+// metricSelector writes a metric and its labels the way PromQL does:
+// name{a="x",b="y"}, labels sorted.
+func metricSelector(name string, labels map[string]string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	pairs := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
+	}
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
