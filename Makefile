@@ -52,7 +52,7 @@ GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/w
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot ./operator/internal/backup/... ./operator/cmd/backup
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./framework/... ./cluster/... ./chaos/... ./cmd/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./suites/chaos/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$' -e '/framework/sim$$')
+UNIT_PKGS = $(shell go list ./operator/... ./framework/... ./cluster/... ./chaos/... ./cmd/... ./ci/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./suites/chaos/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$' -e '/framework/sim$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 # The Go modules of this repository, tied together by go.work: the root
@@ -108,8 +108,9 @@ verify-generated: manifests generate chaos-crds ## Fail when generated files dif
 	fi; echo "generated files are up to date"
 
 .PHONY: verify
-verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list).
+verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list), or a Go file or function is too long to hold (ci/sizes: 500 and 80 lines).
 	@ci/verify-tree.sh
+	@go run ./ci/sizes .
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.

@@ -79,6 +79,7 @@ func main() {
 			len(found), lim.fileLines, lim.funcLines)
 		os.Exit(1)
 	}
+	fmt.Printf("sizes: no file over %d lines, no function over %d\n", lim.fileLines, lim.funcLines)
 }
 
 // check walks roots and returns what is over lim, sorted by path and line.
