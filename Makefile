@@ -137,7 +137,7 @@ gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell 
 test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
 
 .PHONY: test-unit
-test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members (< 10 s warm).
+test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members, every hermetic package (about 1 min warm).
 	@mkdir -p $(ARTIFACTS)
 	$(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-unit.xml -- -count=1 -skip '^TestBrowser' $(UNIT_PKGS)
 

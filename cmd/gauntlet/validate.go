@@ -22,11 +22,9 @@ them, from the files and directories given with -f, and checks each field's
 name, type and value: roles that exist, a fault the engine supports with the
 parameters its action needs, CEL that compiles, manifests that exist,
 variables that are defined. It touches no cluster. Exit status 0 when every
-file is valid, 1 otherwise (each mistake on its own line).
-
-The scenario engine that runs these files is not there yet: gauntlet run runs
-the built-in scenarios of the reference operator (see the README).`,
-		Example: "  gauntlet validate -f chaos/scenario/testdata/reference",
+file is valid, 1 otherwise (each mistake on its own line). gauntlet run -f
+runs the same files on a cluster.`,
+		Example: "  gauntlet validate -f suites/chaos/scenarios\n  gauntlet validate -f suites/examples/memcached/scenarios",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
