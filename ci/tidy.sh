@@ -9,7 +9,6 @@ cd "$(dirname "$0")/.."
 # The version the modules of this repository require one another at; they
 # are released together under it.
 version=v0.1.0
-prefix=github.com/gauntlet-dev/gauntlet
 
 mapfile -t mods < <(go work edit -json | jq -r '.Use[].DiskPath')
 for dir in "${mods[@]}"; do
@@ -28,8 +27,7 @@ for dir in "${mods[@]}"; do
       reps+=("$path")
       go mod edit -replace="$path=$rel"
       # Require it when this module imports it, so tidy keeps the version.
-      if grep -rqs --include='*.go' "\"$path[/\"]" . 2>/dev/null \
-        || grep -rqs --include='*.go' "\"$path\"" . 2>/dev/null; then
+      if grep -rqsF --include='*.go' -e "\"$path/" -e "\"$path\"" . 2>/dev/null; then
         go mod edit -require="$path@$version"
       fi
     done

@@ -23,7 +23,6 @@ export GOWORK=off
 
 # ---- versions ---------------------------------------------------------------------------
 K8S_VERSION=v1.35.4          # k8s.io/kubernetes; staging modules at v0.35.4
-STAGING_VERSION=v0.35.4
 ETCD_VERSION=v3.6.6          # kubeadm v1.35.4 names registry.k8s.io/etcd:3.6.6-0
 ETCD_IMAGE_TAG=3.6.6-0
 COREDNS_VERSION=v1.13.1      # kubeadm v1.35.4 names registry.k8s.io/coredns/coredns:v1.13.1
@@ -167,10 +166,10 @@ SLIM_IMAGE=gauntlet.dev/debian-slim:${DEBIAN_SUITE}
 
 # debootstrap_import DIR PACKAGES TAG: minbase rootfs with PACKAGES, trimmed, imported as TAG.
 debootstrap_import() {
-  local dir=$1 pkgs=$2 tag=$3
+  local dir=$1 packages=$2 tag=$3
   command -v debootstrap >/dev/null || apt-get install -y debootstrap >/dev/null
   rm -rf "$dir"; mkdir -p "$(dirname "$dir")"
-  "${NICE[@]}" debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" \
+  "${NICE[@]}" debootstrap --variant=minbase --include="$packages" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" \
     > "$dir.debootstrap.log" 2>&1 || { tail -20 "$dir.debootstrap.log"; return 1; }
   # trim: package caches, apt lists, docs except copyrights, man pages, locales
   rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/var/log/*.log \
@@ -261,6 +260,7 @@ step_images() {
 step_node() {
   local b=gauntlet-nodebuild-$$ img
   docker rm -f "$b" >/dev/null 2>&1 || true
+  # shellcheck disable=SC2064 # $b is expanded now on purpose: this call's container
   trap "docker rm -f $b >/dev/null 2>&1 || true" EXIT
   # --init: a real PID 1 reaps containerd when we stop it (sleep would leave a zombie)
   docker run -d --init --name "$b" --privileged --entrypoint=sleep "$KIND_BASE_IMAGE" infinity >/dev/null
