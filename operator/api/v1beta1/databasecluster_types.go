@@ -123,17 +123,29 @@ type S3Bucket struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http:// or https:// URL with a host, for example https://s3.example.com:9000"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]+/?$')",message="endpoint must hold only a scheme, a host and an optional port, for example https://s3.example.com:9000: no user name or password (the keys come from credentialsSecret), path, query or fragment, which the S3 client would not use"
 	// +required
 	Endpoint string `json:"endpoint"`
-	// Bucket is the bucket's name.
+	// Bucket is the bucket's name, by S3's naming rules: 3 to 63 lowercase
+	// letters, digits, '.' and '-', starting and ending with a letter or
+	// digit, with no '..', '.-' or '-.', not an IP address, and none of the
+	// prefixes and suffixes AWS reserves.
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('.-') && !self.contains('-.')",message="bucket must not contain two adjacent periods or a period next to a hyphen ('..', '.-' or '-.'); S3 refuses such names"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+([.][0-9]+){3}$')",message="bucket must not be formatted as an IP address (such as 192.168.5.4); S3 refuses such names"
+	// +kubebuilder:validation:XValidation:rule="!['xn--', 'sthree-', 'amzn-s3-demo-'].exists(p, self.startsWith(p))",message="bucket must not start with a prefix S3 reserves: xn--, sthree- or amzn-s3-demo-"
+	// +kubebuilder:validation:XValidation:rule="!['-s3alias', '--ol-s3', '.mrap', '--x-s3', '--table-s3'].exists(s, self.endsWith(s))",message="bucket must not end with a suffix S3 reserves: -s3alias, --ol-s3, .mrap, --x-s3 or --table-s3"
 	// +required
 	Bucket string `json:"bucket"`
 	// Prefix is prepended to every object key, for example clusters/prod/.
+	// It is relative: it does not start with '/', and has no empty, '.' or
+	// '..' segment, which S3-compatible servers such as MinIO refuse.
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="prefix must not start with '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="prefix must not start with '/': keys are relative to the bucket, for example clusters/prod/"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)')",message="prefix must not hold a '.' or '..' segment, for example clusters/prod/"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="prefix must not hold an empty segment ('//'), for example clusters/prod/"
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
 	// Region is the bucket's region; servers that ignore regions accept the default.

@@ -1,0 +1,103 @@
+package validation
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+)
+
+// withS3Backups gives c backups to a bucket, then lets mutate change them.
+func withS3Backups(mutate func(*dbv1.BackupSpec)) func(*dbv1.DatabaseCluster) {
+	return func(c *dbv1.DatabaseCluster) {
+		c.Spec.Backup = &dbv1.BackupSpec{
+			Schedule:  "@daily",
+			Retention: dbv1.BackupRetention{Count: ptr.To[int32](7)},
+			Destination: dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+				Endpoint: "https://s3.example.com:9000", Bucket: "etcd-backups", Prefix: "clusters/prod/",
+				CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
+			}},
+		}
+		mutate(c.Spec.Backup)
+	}
+}
+
+func bucket(name string) func(*dbv1.BackupSpec) {
+	return func(b *dbv1.BackupSpec) { b.Destination.S3.Bucket = name }
+}
+
+func prefix(p string) func(*dbv1.BackupSpec) {
+	return func(b *dbv1.BackupSpec) { b.Destination.S3.Prefix = p }
+}
+
+func endpoint(e string) func(*dbv1.BackupSpec) {
+	return func(b *dbv1.BackupSpec) { b.Destination.S3.Endpoint = e }
+}
+
+// TestClusterSchemaRefusesBackupsThatCannotRun: the bucket, prefix and
+// endpoint rules, each refused with the full path, the value given and what
+// would be accepted.
+func TestClusterSchemaRefusesBackupsThatCannotRun(t *testing.T) {
+	s, err := ClusterSchema("v1beta1")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	const (
+		bucketPath   = `spec.backup.destination.s3.bucket: Invalid value: `
+		prefixPath   = `spec.backup.destination.s3.prefix: Invalid value: `
+		endpointPath = `spec.backup.destination.s3.endpoint: Invalid value: `
+	)
+	cases := []struct {
+		name   string
+		mutate func(*dbv1.BackupSpec)
+		want   string // the one error; "": valid
+	}{
+		{name: "sample", mutate: func(*dbv1.BackupSpec) {}},
+		{name: "bucket with dots and digits", mutate: bucket("backups.example.com-2")},
+		{name: "bucket of three", mutate: bucket("a1b")},
+		{name: "bucket like an IP with a letter", mutate: bucket("192.168.5.4a")},
+		{name: "bucket with xn-- inside", mutate: bucket("my-xn--bucket")},
+		{name: "bucket too short", mutate: bucket("ab"), want: bucketPath + `"ab": spec.backup.destination.s3.bucket in body should be at least 3 chars long`},
+		{name: "bucket uppercase", mutate: bucket("Backups"), want: bucketPath + `"Backups": bucket must be an S3 bucket name`},
+		{name: "bucket ends with a period", mutate: bucket("backups."), want: bucketPath + `"backups.": bucket must be an S3 bucket name`},
+		{name: "bucket with two periods", mutate: bucket("my..backups"), want: bucketPath + `"my..backups": bucket must not contain two adjacent periods or a period next to a hyphen`},
+		{name: "bucket with period hyphen", mutate: bucket("my.-backups"), want: bucketPath + `"my.-backups": bucket must not contain two adjacent periods`},
+		{name: "bucket with hyphen period", mutate: bucket("my-.backups"), want: bucketPath + `"my-.backups": bucket must not contain two adjacent periods`},
+		{name: "bucket as an IP address", mutate: bucket("192.168.5.4"), want: bucketPath + `"192.168.5.4": bucket must not be formatted as an IP address (such as 192.168.5.4)`},
+		{name: "bucket xn--", mutate: bucket("xn--backups"), want: bucketPath + `"xn--backups": bucket must not start with a prefix S3 reserves: xn--, sthree- or amzn-s3-demo-`},
+		{name: "bucket sthree-", mutate: bucket("sthree-configurator"), want: bucketPath + `"sthree-configurator": bucket must not start with a prefix S3 reserves`},
+		{name: "bucket -s3alias", mutate: bucket("backups-s3alias"), want: bucketPath + `"backups-s3alias": bucket must not end with a suffix S3 reserves: -s3alias, --ol-s3, .mrap, --x-s3 or --table-s3`},
+		{name: "bucket --ol-s3", mutate: bucket("backups--ol-s3"), want: bucketPath + `"backups--ol-s3": bucket must not end with a suffix S3 reserves`},
+
+		{name: "prefix without a slash", mutate: prefix("prod")},
+		{name: "prefix with dots in names", mutate: prefix("a.b/..c/d../.e/")},
+		{name: "prefix absolute", mutate: prefix("/backups/"), want: prefixPath + `"/backups/": prefix must not start with '/': keys are relative to the bucket, for example clusters/prod/`},
+		{name: "prefix dot-dot first", mutate: prefix("../x"), want: prefixPath + `"../x": prefix must not hold a '.' or '..' segment, for example clusters/prod/`},
+		{name: "prefix dot-dot inside", mutate: prefix("a/../b"), want: prefixPath + `"a/../b": prefix must not hold a '.' or '..' segment`},
+		{name: "prefix dot-dot alone", mutate: prefix(".."), want: prefixPath + `"..": prefix must not hold a '.' or '..' segment`},
+		{name: "prefix dot segment", mutate: prefix("a/./b/"), want: prefixPath + `"a/./b/": prefix must not hold a '.' or '..' segment`},
+		{name: "prefix empty segment", mutate: prefix("a//b"), want: prefixPath + `"a//b": prefix must not hold an empty segment ('//'), for example clusters/prod/`},
+
+		{name: "endpoint http with a trailing slash", mutate: endpoint("http://minio.backup.svc:9000/")},
+		{name: "endpoint IPv6", mutate: endpoint("https://[fd00::1]:9000")},
+		{name: "endpoint without a scheme", mutate: endpoint("s3.example.com"), want: endpointPath + `"s3.example.com": endpoint must be an http:// or https:// URL with a host, for example https://s3.example.com:9000`},
+		{name: "endpoint without a host", mutate: endpoint("https:///backups"), want: endpointPath + `"https:///backups": endpoint must be an http:// or https:// URL with a host`},
+		{name: "endpoint ftp", mutate: endpoint("ftp://s3.example.com"), want: endpointPath + `"ftp://s3.example.com": endpoint must be an http:// or https:// URL with a host`},
+		{name: "endpoint with a user", mutate: endpoint("https://admin:secret@s3.example.com"), want: endpointPath + `"https://admin:secret@s3.example.com": endpoint must hold only a scheme, a host and an optional port, for example https://s3.example.com:9000: no user name or password (the keys come from credentialsSecret), path, query or fragment`},
+		{name: "endpoint with a path", mutate: endpoint("https://s3.example.com/backups"), want: endpointPath + `"https://s3.example.com/backups": endpoint must hold only a scheme, a host and an optional port`},
+		{name: "endpoint with a query", mutate: endpoint("https://s3.example.com?region=eu"), want: endpointPath + `"https://s3.example.com?region=eu": endpoint must hold only a scheme, a host and an optional port`},
+		{name: "endpoint with a fragment", mutate: endpoint("https://s3.example.com#x"), want: endpointPath + `"https://s3.example.com#x": endpoint must be an http:// or https:// URL with a host`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs := s.Validate(t.Context(), cluster(withS3Backups(tc.mutate)), nil)
+			if tc.want == "" {
+				g.Expect(errs).To(BeEmpty())
+				return
+			}
+			g.Expect(errs).To(HaveLen(1), "%v", errs)
+			g.Expect(errs[0].Error()).To(HavePrefix(tc.want))
+		})
+	}
+}
