@@ -90,7 +90,7 @@ type StorageSpec struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// Size of each member's volume, for example 1Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero, for example 1Gi"
 	// +required
 	Size resource.Quantity `json:"size"`
 }

@@ -200,9 +200,12 @@ type BackupRetention struct {
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Count *int32 `json:"count,omitempty"`
-	// MaxAge drops backups older than this, for example 168h.
+	// MaxAge drops backups older than this: a duration in hours, minutes
+	// and seconds, for example 168h or 1h30m, of at least 1m.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="maxAge must be at least 1m"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)h)?(([0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m)?(([0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s)?)$') && self.matches('[0-9]')",message="maxAge must be a duration in hours, minutes and seconds, for example 168h or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)h)?(([0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m)?(([0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s)?)$') || !self.matches('[0-9]') || duration(self) >= duration('1m')",message="maxAge must be at least 1m, for example 168h"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
@@ -234,7 +237,7 @@ type StorageSpec struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// Size of each member's volume, for example 1Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero, for example 1Gi"
 	// +required
 	Size resource.Quantity `json:"size"`
 }

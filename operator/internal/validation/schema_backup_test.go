@@ -2,8 +2,11 @@ package validation
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -100,4 +103,97 @@ func TestClusterSchemaRefusesBackupsThatCannotRun(t *testing.T) {
 			g.Expect(errs[0].Error()).To(HavePrefix(tc.want))
 		})
 	}
+}
+
+// TestClusterSchemaMaxAge: a malformed maxAge is refused as such, naming the
+// value, and never reaches the CEL duration conversion.
+func TestClusterSchemaMaxAge(t *testing.T) {
+	s, err := ClusterSchema("v1beta1")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	const (
+		path      = `spec.backup.retention.maxAge: Invalid value: `
+		malformed = `maxAge must be a duration in hours, minutes and seconds, for example 168h or 1h30m`
+		short     = `maxAge must be at least 1m, for example 168h`
+	)
+	for _, c := range []struct {
+		maxAge string
+		want   string // "": valid
+	}{
+		{maxAge: "168h"},
+		{maxAge: "1m"},
+		{maxAge: "1h30m"},
+		{maxAge: "1.5h"},
+		{maxAge: ".5h"},
+		{maxAge: "90s"},
+		{maxAge: "+2h"},
+		{maxAge: (168 * time.Hour).String()}, // what a typed client writes: 168h0m0s
+		{maxAge: (time.Minute + 500*time.Millisecond).String()},
+		{maxAge: "999999h9999999m999999999.999s"}, // the largest whole numbers the format allows: within a Duration
+		{maxAge: "59s", want: short},
+		{maxAge: "0", want: short},
+		{maxAge: "-1h", want: short},
+		{maxAge: "10 days", want: malformed},
+		{maxAge: "7d", want: malformed},
+		{maxAge: "", want: malformed},
+		{maxAge: "-", want: malformed},
+		{maxAge: ".h", want: malformed},
+		{maxAge: "1h1h", want: malformed},
+		{maxAge: "30m1h", want: malformed},
+		{maxAge: "100ms", want: malformed},
+		{maxAge: "9999999h", want: malformed}, // would overflow a Duration
+		{maxAge: "P7D", want: malformed},
+	} {
+		t.Run(c.maxAge, func(t *testing.T) {
+			g := NewWithT(t)
+			u := unstructuredCluster(t, withS3Backups(func(*dbv1.BackupSpec) {}))
+			g.Expect(unstructured.SetNestedField(u.Object, c.maxAge, "spec", "backup", "retention", "maxAge")).To(Succeed())
+			errs := s.Validate(t.Context(), u, nil)
+			if c.want == "" {
+				g.Expect(errs).To(BeEmpty())
+				return
+			}
+			g.Expect(errs).To(HaveLen(1), "%v", errs)
+			g.Expect(errs[0].Error()).To(Equal(path + `"` + c.maxAge + `": ` + c.want))
+			if c.want == short {
+				return
+			}
+			_, err := time.ParseDuration(c.maxAge)
+			if err == nil {
+				g.Expect(c.maxAge).To(Or(Equal("1h1h"), Equal("30m1h"), Equal("100ms")), "valid Go durations the format refuses")
+			}
+		})
+	}
+	// Every value the format admits is a Duration the CEL rule can convert.
+	g := NewWithT(t)
+	for _, v := range []string{"0", "+0", "-0", "1.h", "0.0000000000000000000001s", "999999.999999999h9999999.9999999m999999999.999999999s"} {
+		_, err := time.ParseDuration(v)
+		g.Expect(err).NotTo(HaveOccurred(), v)
+		u := unstructuredCluster(t, withS3Backups(func(*dbv1.BackupSpec) {}))
+		g.Expect(unstructured.SetNestedField(u.Object, v, "spec", "backup", "retention", "maxAge")).To(Succeed())
+		for _, e := range s.Validate(t.Context(), u, nil) {
+			g.Expect(e.Error()).NotTo(ContainSubstring("evaluating rule"), v)
+		}
+	}
+}
+
+// unstructuredCluster is cluster(mutate) as the API server would see it, so
+// that a test can set a field to what the typed struct cannot hold.
+func unstructuredCluster(t *testing.T, mutate func(*dbv1.DatabaseCluster)) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster(mutate))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return &unstructured.Unstructured{Object: m}
+}
+
+// TestClusterSchemaSizeIsAQuantity: a size that is not a quantity is refused
+// by the schema's pattern, not by a CEL conversion error.
+func TestClusterSchemaSizeIsAQuantity(t *testing.T) {
+	g := NewWithT(t)
+	s, err := ClusterSchema("v1beta1")
+	g.Expect(err).NotTo(HaveOccurred())
+	u := unstructuredCluster(t, nil)
+	g.Expect(unstructured.SetNestedField(u.Object, "ten gigs", "spec", "storage", "size")).To(Succeed())
+	errs := s.Validate(t.Context(), u, nil)
+	g.Expect(errs).To(HaveLen(1), "%v", errs)
+	g.Expect(errs[0].Error()).To(HavePrefix(`spec.storage.size: Invalid value: "ten gigs": spec.storage.size in body should match`))
 }
