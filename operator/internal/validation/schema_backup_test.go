@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -183,6 +184,88 @@ func unstructuredCluster(t *testing.T, mutate func(*dbv1.DatabaseCluster)) *unst
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster(mutate))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return &unstructured.Unstructured{Object: m}
+}
+
+// TestClusterSchemaObjectMessages: rules on objects, whose value the API
+// server does not print, say what was given.
+func TestClusterSchemaObjectMessages(t *testing.T) {
+	s, err := ClusterSchema("v1beta1")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, c := range []struct {
+		name   string
+		mutate func(*dbv1.DatabaseCluster)
+		want   string
+	}{
+		{name: "both destinations", mutate: withS3Backups(func(b *dbv1.BackupSpec) { b.Destination.Volume = &dbv1.VolumeDestination{} }),
+			want: "spec.backup.destination: Invalid value: destination needs exactly one of volume or s3, but both are set"},
+		{name: "no destination", mutate: withS3Backups(func(b *dbv1.BackupSpec) { b.Destination.S3 = nil }),
+			want: "spec.backup.destination: Invalid value: destination needs exactly one of volume or s3, but neither is set"},
+		{name: "empty retention", mutate: withS3Backups(func(b *dbv1.BackupSpec) { b.Retention = dbv1.BackupRetention{} }),
+			want: "spec.backup.retention: Invalid value: retention needs count, maxAge or both, but neither is set"},
+		{name: "no restore source", mutate: func(c *dbv1.DatabaseCluster) { c.Spec.RestoreFrom = &dbv1.RestoreSource{} },
+			want: "spec.restoreFrom: Invalid value: restoreFrom needs exactly one of volume or s3, but neither is set"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs := s.Validate(t.Context(), cluster(c.mutate), nil)
+			g.Expect(errs).To(HaveLen(1), "%v", errs)
+			g.Expect(errs[0].Error()).To(ContainSubstring(c.want))
+		})
+	}
+}
+
+// TestClusterSchemaRestoreFromIsForCreation: adding or removing restoreFrom
+// later is refused at spec.restoreFrom, saying which and what to do.
+func TestClusterSchemaRestoreFromIsForCreation(t *testing.T) {
+	g := NewWithT(t)
+	s, err := ClusterSchema("v1beta1")
+	g.Expect(err).NotTo(HaveOccurred())
+	plain := cluster(nil)
+	restored := cluster(func(c *dbv1.DatabaseCluster) {
+		c.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "old-snapshots", File: "old.db"}}
+	})
+	g.Expect(s.Validate(t.Context(), restored, nil)).To(BeEmpty())
+	g.Expect(s.Validate(t.Context(), restored, restored)).To(BeEmpty())
+
+	errs := s.Validate(t.Context(), restored, plain)
+	g.Expect(errs).To(HaveLen(1))
+	g.Expect(errs[0].Error()).To(Equal("spec.restoreFrom: Forbidden: restoreFrom cannot be added after the cluster is created: " +
+		"a cluster is restored only when it is created, so create a new cluster with restoreFrom set"))
+
+	errs = s.Validate(t.Context(), plain, restored)
+	g.Expect(errs).To(HaveLen(1))
+	g.Expect(errs[0].Error()).To(Equal("spec.restoreFrom: Forbidden: restoreFrom cannot be removed after the cluster is created: " +
+		"keep the restoreFrom it was created with"))
+}
+
+// TestClusterSchemaStorageIsImmutable: each change is refused at the field
+// that changed, saying what to keep.
+func TestClusterSchemaStorageIsImmutable(t *testing.T) {
+	s, err := ClusterSchema("v1beta1")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	const immutable = "storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: "
+	standard := func(c *dbv1.DatabaseCluster) { c.Spec.Storage.StorageClassName = ptr.To("standard") }
+	for _, c := range []struct {
+		name     string
+		old, new func(*dbv1.DatabaseCluster)
+		want     string
+	}{
+		{name: "size", new: func(c *dbv1.DatabaseCluster) { c.Spec.Storage.Size = resource.MustParse("2Gi") },
+			want: `spec.storage.size: Invalid value: "2Gi": ` + immutable + "keep the size the cluster was created with"},
+		{name: "class changed", old: standard, new: func(c *dbv1.DatabaseCluster) { c.Spec.Storage.StorageClassName = ptr.To("fast") },
+			want: `spec.storage.storageClassName: Invalid value: "fast": ` + immutable + "keep storageClassName standard"},
+		{name: "class removed", old: standard,
+			want: "spec.storage.storageClassName: Forbidden: " + immutable + "storageClassName cannot be removed; keep standard"},
+		{name: "class added", new: standard,
+			want: "spec.storage.storageClassName: Forbidden: " + immutable + "storageClassName cannot be added; remove it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs := s.Validate(t.Context(), cluster(c.new), cluster(c.old))
+			g.Expect(errs).To(HaveLen(1), "%v", errs)
+			g.Expect(errs[0].Error()).To(Equal(c.want))
+		})
+	}
 }
 
 // TestClusterSchemaSizeIsAQuantity: a size that is not a quantity is refused
