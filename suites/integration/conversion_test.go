@@ -142,6 +142,6 @@ func TestV1alpha1CannotBypassV1beta1Rules(t *testing.T) {
 			c.Annotations = map[string]string{dbv1alpha1.HubOnlyAnnotation: `{"restoreFromS3":{"bucket":"snaps","key":"db.snapshot","endpoint":"http://s3.example:9000","credentialsSecret":{"name":"s3"}}}`}
 			return env.Client.Update(ctx, c, client.FieldValidation("Strict"))
 		})
-		g.Expect(err).To(MatchError(ContainSubstring("restoreFrom can only be set when the cluster is created")))
+		g.Expect(err).To(MatchError(ContainSubstring("spec.restoreFrom: Forbidden: restoreFrom cannot be added after the cluster is created")))
 	})
 }

@@ -94,6 +94,7 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 					return env.Client.Update(ctx, rejected, client.FieldValidation("Strict"))
 				})
 				g.Expect(err).To(HaveOccurred(), "rule %q: the update was accepted", f.rule)
+				t.Logf("refused: %v", err)
 				for _, want := range f.expect {
 					g.Expect(err.Error()).To(ContainSubstring(want), "rule %q", f.rule)
 				}
@@ -102,6 +103,7 @@ func TestInvalidFixturesAreRejected(t *testing.T) {
 			g.Expect(f.docs).To(HaveLen(1))
 			err := env.Client.Create(ctx, rejected, client.FieldValidation("Strict"))
 			g.Expect(err).To(HaveOccurred(), "rule %q: the object was accepted", f.rule)
+			t.Logf("refused: %v", err)
 			for _, want := range f.expect {
 				g.Expect(err.Error()).To(ContainSubstring(want), "rule %q", f.rule)
 			}

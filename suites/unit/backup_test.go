@@ -1,7 +1,11 @@
 package unit
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -193,4 +197,71 @@ func TestBackupsToABucket(t *testing.T) {
 	g.Expect(env[0].ValueFrom.SecretKeyRef.Name).To(Equal("s3-keys"))
 	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: operator.SnapshotClaimName(c)}, &corev1.PersistentVolumeClaim{})).
 		To(Satisfy(apierrors.IsNotFound), "the bucket holds the backups; no claim is made for them")
+}
+
+// unreachableBucket is a bucket the backup cannot reach: every request
+// fails as an S3 client's does when nothing answers at the endpoint.
+type unreachableBucket struct{}
+
+func (unreachableBucket) List(context.Context) ([]string, error) { return nil, errUnreachable }
+func (unreachableBucket) Put(context.Context, string, string) error {
+	return fmt.Errorf("uploading to s3://backups/db-backup.db: %w", errUnreachable)
+}
+func (unreachableBucket) Delete(context.Context, string) error { return errUnreachable }
+func (unreachableBucket) Location(name string) string          { return "s3://backups/" + name }
+
+var errUnreachable = errors.New(`Put "https://s3.example.com/backups/db-backup.db": dial tcp 192.0.2.10:443: connect: connection refused`)
+
+// runBackup is the operator's own backup code against store, its snapshot
+// saved by save.
+func runBackup(t *testing.T, store operator.BackupStore, save func(context.Context, string) error, at time.Time) *operator.BackupReport {
+	t.Helper()
+	r := operator.RunBackup(t.Context(), operator.BackupOptions{
+		Cluster: "db", Store: store, Policy: operator.BackupPolicy{Count: 3}, WorkDir: t.TempDir(), Save: save,
+		Verify: func(string) (operator.BackupFileStatus, error) {
+			return operator.BackupFileStatus{Hash: 1, Revision: 1, TotalKey: 1, TotalSize: 4096}, nil
+		},
+		Now: func() time.Time { return at },
+	})
+	return &r
+}
+
+// TestBackupToABucketThatFails: what admission cannot know (the endpoint
+// does not answer, the bucket is missing, the keys are wrong) shows when a
+// backup runs, as Degraded True/BackupFailed naming
+// spec.backup.destination.s3.endpoint as well as the error; a failure that
+// is not the bucket's (saving the snapshot) does not blame it.
+func TestBackupToABucketThatFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := reference.NewCluster("default", "db").Build()
+	withBackups(c, "@daily")
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+		Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
+	}}
+	w := reference.NewWorld(t, c)
+	g.Expect(w.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "s3-keys"},
+		Data: map[string][]byte{"accessKeyID": []byte("ak"), "secretAccessKey": []byte("sk")}})).To(Succeed())
+	settle(t, w, c)
+
+	t1 := time.Date(2026, 11, 24, 3, 0, 5, 0, time.UTC)
+	saved := func(_ context.Context, path string) error { return os.WriteFile(path, []byte("snapshot"), 0o600) }
+	report := runBackup(t, unreachableBucket{}, saved, t1)
+	g.Expect(report.Succeeded).To(BeFalse())
+	finishBackup(t, w, c, "db-backup-29000000", t1, false, report)
+	settle(t, w, c)
+	want := `spec.backup.destination.s3.endpoint: could not write to bucket "backups" at https://s3.example.com; ` +
+		`check the endpoint, the bucket and the keys in Secret "s3-keys": storing the snapshot: uploading to s3://backups/db-backup.db: ` + errUnreachable.Error()
+	g.Expect(c.Status.LastBackup.Message).To(Equal(want))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonBackupFailed).
+		WithMessageContaining("the last scheduled backup, db-backup-29000000, failed: " + want))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy))
+
+	// The members did not give a snapshot: nothing was asked of the bucket.
+	report = runBackup(t, unreachableBucket{}, func(context.Context, string) error { return errors.New("no endpoint gave a snapshot") }, t1.Add(time.Hour))
+	finishBackup(t, w, c, "db-backup-29000060", t1.Add(time.Hour), false, report)
+	settle(t, w, c)
+	g.Expect(c.Status.LastBackup.Message).To(Equal("saving the snapshot: no endpoint gave a snapshot"))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionDegraded, metav1.ConditionTrue, dbv1.ReasonBackupFailed).
+		WithMessageContaining("failed: saving the snapshot: no endpoint gave a snapshot"))
 }

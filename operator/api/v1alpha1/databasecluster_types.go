@@ -22,7 +22,7 @@ const (
 const Finalizer = "database.gauntlet.dev/final-snapshot"
 
 // DatabaseClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom can only be set when the cluster is created"
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",fieldPath=".restoreFrom",reason=FieldValueForbidden,message="restoreFrom cannot be added or removed after the cluster is created",messageExpression=`has(self.restoreFrom) ? 'restoreFrom cannot be added after the cluster is created: a cluster is restored only when it is created, so create a new cluster with restoreFrom set' : 'restoreFrom cannot be removed after the cluster is created: keep the restoreFrom it was created with'`
 type DatabaseClusterSpec struct {
 	// Replicas is the number of etcd members. Odd sizes tolerate the most
 	// failures for their cost: 3 tolerates one, 5 tolerates two.
@@ -44,7 +44,6 @@ type DatabaseClusterSpec struct {
 
 	// Storage of each member's data volume. It cannot change after creation,
 	// because a StatefulSet's volume claim templates are immutable.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable: a StatefulSet's volume claim templates cannot change after creation"
 	// +required
 	Storage StorageSpec `json:"storage"`
 
@@ -57,7 +56,7 @@ type DatabaseClusterSpec struct {
 	// RestoreFrom bootstraps the new cluster from a snapshot instead of an
 	// empty keyspace: every member's volume is restored from it before the
 	// members first start. It is set at creation and cannot change.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: a cluster is restored once, when it is created"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: a cluster is restored once, when it is created, so keep the restoreFrom it was created with"
 	// +optional
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
 }
@@ -80,17 +79,21 @@ type RestoreSource struct {
 	File string `json:"file"`
 }
 
-// StorageSpec describes each member's persistent volume.
+// StorageSpec describes each member's persistent volume. It cannot change
+// after creation, because a StatefulSet's volume claim templates cannot.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName)",fieldPath=".storageClassName",reason=FieldValueForbidden,message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be added or removed",messageExpression=`has(self.storageClassName) ? 'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be added; remove it' : 'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be removed; keep ' + oldSelf.storageClassName`
 type StorageSpec struct {
 	// StorageClassName of the volume claims; empty uses the cluster's default class.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="storageClassName must be a StorageClass name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep the storageClassName the cluster was created with",messageExpression=`'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep storageClassName ' + oldSelf`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// Size of each member's volume, for example 1Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero, for example 1Gi"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep the size the cluster was created with"
 	// +required
 	Size resource.Quantity `json:"size"`
 }

@@ -28,7 +28,7 @@ const (
 const Finalizer = "database.gauntlet.dev/final-snapshot"
 
 // DatabaseClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom can only be set when the cluster is created"
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",fieldPath=".restoreFrom",reason=FieldValueForbidden,message="restoreFrom cannot be added or removed after the cluster is created",messageExpression=`has(self.restoreFrom) ? 'restoreFrom cannot be added after the cluster is created: a cluster is restored only when it is created, so create a new cluster with restoreFrom set' : 'restoreFrom cannot be removed after the cluster is created: keep the restoreFrom it was created with'`
 type DatabaseClusterSpec struct {
 	// Replicas is the number of etcd members. Odd sizes tolerate the most
 	// failures for their cost: 3 tolerates one, 5 tolerates two.
@@ -52,7 +52,6 @@ type DatabaseClusterSpec struct {
 
 	// Storage of each member's data volume. It cannot change after creation,
 	// because a StatefulSet's volume claim templates are immutable.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable: a StatefulSet's volume claim templates cannot change after creation"
 	// +required
 	Storage StorageSpec `json:"storage"`
 
@@ -65,7 +64,7 @@ type DatabaseClusterSpec struct {
 	// RestoreFrom bootstraps the new cluster from a snapshot instead of an
 	// empty keyspace: every member's volume is restored from it before the
 	// members first start. It is set at creation and cannot change.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: a cluster is restored once, when it is created"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: a cluster is restored once, when it is created, so keep the restoreFrom it was created with"
 	// +optional
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
 
@@ -77,7 +76,7 @@ type DatabaseClusterSpec struct {
 
 // RestoreSource names one snapshot: a file on a volume claim, or an object
 // in an S3-compatible bucket. Exactly one is set.
-// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.s3)",message="restoreFrom needs exactly one of volume or s3"
+// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.s3)",message="restoreFrom needs exactly one of volume or s3",messageExpression=`'restoreFrom needs exactly one of volume or s3, but ' + (has(self.volume) ? 'both are set' : 'neither is set')`
 type RestoreSource struct {
 	// Volume is a snapshot file on a claim in the cluster's namespace, such as
 	// the final snapshot a deleted cluster left behind (its
@@ -123,17 +122,29 @@ type S3Bucket struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http:// or https:// URL with a host, for example https://s3.example.com:9000"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]+/?$')",message="endpoint must hold only a scheme, a host and an optional port, for example https://s3.example.com:9000: no user name or password (the keys come from credentialsSecret), path, query or fragment, which the S3 client would not use"
 	// +required
 	Endpoint string `json:"endpoint"`
-	// Bucket is the bucket's name.
+	// Bucket is the bucket's name, by S3's naming rules: 3 to 63 lowercase
+	// letters, digits, '.' and '-', starting and ending with a letter or
+	// digit, with no '..', '.-' or '-.', not an IP address, and none of the
+	// prefixes and suffixes AWS reserves.
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('.-') && !self.contains('-.')",message="bucket must not contain two adjacent periods or a period next to a hyphen ('..', '.-' or '-.'); S3 refuses such names"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+([.][0-9]+){3}$')",message="bucket must not be formatted as an IP address (such as 192.168.5.4); S3 refuses such names"
+	// +kubebuilder:validation:XValidation:rule="!['xn--', 'sthree-', 'amzn-s3-demo-'].exists(p, self.startsWith(p))",message="bucket must not start with a prefix S3 reserves: xn--, sthree- or amzn-s3-demo-"
+	// +kubebuilder:validation:XValidation:rule="!['-s3alias', '--ol-s3', '.mrap', '--x-s3', '--table-s3'].exists(s, self.endsWith(s))",message="bucket must not end with a suffix S3 reserves: -s3alias, --ol-s3, .mrap, --x-s3 or --table-s3"
 	// +required
 	Bucket string `json:"bucket"`
 	// Prefix is prepended to every object key, for example clusters/prod/.
+	// It is relative: it does not start with '/', and has no empty, '.' or
+	// '..' segment, which S3-compatible servers such as MinIO refuse.
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="prefix must not start with '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="prefix must not start with '/': keys are relative to the bucket, for example clusters/prod/"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)')",message="prefix must not hold a '.' or '..' segment, for example clusters/prod/"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="prefix must not hold an empty segment ('//'), for example clusters/prod/"
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
 	// Region is the bucket's region; servers that ignore regions accept the default.
@@ -181,23 +192,26 @@ type BackupSpec struct {
 
 // BackupRetention keeps the newest Count backups, and drops backups older
 // than MaxAge; with both, a backup goes when either says so.
-// +kubebuilder:validation:XValidation:rule="has(self.count) || has(self.maxAge)",message="retention needs count, maxAge or both"
+// +kubebuilder:validation:XValidation:rule="has(self.count) || has(self.maxAge)",message="retention needs count, maxAge or both, but neither is set"
 type BackupRetention struct {
 	// Count is how many backups to keep, at least 1.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Count *int32 `json:"count,omitempty"`
-	// MaxAge drops backups older than this, for example 168h.
+	// MaxAge drops backups older than this: a duration in hours, minutes
+	// and seconds, for example 168h or 1h30m, of at least 1m.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="maxAge must be at least 1m"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)h)?(([0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m)?(([0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s)?)$') && self.matches('[0-9]')",message="maxAge must be a duration in hours, minutes and seconds, for example 168h or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)h)?(([0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m)?(([0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s)?)$') || !self.matches('[0-9]') || duration(self) >= duration('1m')",message="maxAge must be at least 1m, for example 168h"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
 
 // BackupDestination is where backups go: the cluster's snapshot claim, or
 // an S3-compatible bucket. Exactly one is set.
-// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.s3)",message="destination needs exactly one of volume or s3"
+// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.s3)",message="destination needs exactly one of volume or s3",messageExpression=`'destination needs exactly one of volume or s3, but ' + (has(self.volume) ? 'both are set' : 'neither is set')`
 type BackupDestination struct {
 	// Volume writes backups to the cluster's snapshot claim
 	// (<name>-snapshots), beside its final snapshot.
@@ -211,18 +225,22 @@ type BackupDestination struct {
 // VolumeDestination is the cluster's own snapshot claim; it has no settings yet.
 type VolumeDestination struct{}
 
-// StorageSpec describes each member's persistent volume.
+// StorageSpec describes each member's persistent volume. It cannot change
+// after creation, because a StatefulSet's volume claim templates cannot.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName)",fieldPath=".storageClassName",reason=FieldValueForbidden,message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be added or removed",messageExpression=`has(self.storageClassName) ? 'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be added; remove it' : 'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: storageClassName cannot be removed; keep ' + oldSelf.storageClassName`
 type StorageSpec struct {
 	// StorageClassName of the volume claims; empty uses the cluster's default
 	// class. A class that does not exist is reported on the Progressing condition.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="storageClassName must be a StorageClass name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep the storageClassName the cluster was created with",messageExpression=`'storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep storageClassName ' + oldSelf`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// Size of each member's volume, for example 1Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero, for example 1Gi"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable, because the volume claim templates of a StatefulSet cannot change after creation: keep the size the cluster was created with"
 	// +required
 	Size resource.Quantity `json:"size"`
 }

@@ -126,7 +126,8 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	t.Logf("a 3-member cluster restored from %s serves every key", second.Location)
 	expectFetchOfMissingKeyFails(t, fetchArgs)
 
-	// Wrong keys: exit 1, nothing stored, a report naming the upload.
+	// Wrong keys: exit 1, nothing stored, a report naming the upload as the
+	// step that failed.
 	t.Setenv(EnvSecretAccessKey, "wrong")
 	var stdout, stderr bytes.Buffer
 	g.Expect(run(t.Context(), args, &stdout, &stderr)).To(Equal(1))
@@ -134,6 +135,7 @@ func TestBackupToABucketOnVersitygw(t *testing.T) {
 	g.Expect(json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r)).To(Succeed())
 	g.Expect(r.Succeeded).To(BeFalse())
 	g.Expect(r.Message).To(HavePrefix("storing the snapshot: uploading to s3://backups/clusters/ns/db/"))
+	g.Expect(r.Step).To(Equal(backup.StepStore), "the operator names spec.backup.destination.s3.endpoint for this step")
 	names, err = b.List(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names).To(Equal([]string{second.Name}))

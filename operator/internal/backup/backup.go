@@ -105,10 +105,24 @@ type Status struct {
 	TotalSize int64
 }
 
+// Steps of a run, as a failed Report names the one that failed.
+const (
+	// StepSave is saving a snapshot from a member.
+	StepSave = "save"
+	// StepVerify is checking the saved snapshot.
+	StepVerify = "verify"
+	// StepStore is writing the snapshot to the destination: for a bucket,
+	// where an unreachable endpoint, a missing bucket or wrong keys show.
+	StepStore = "store"
+)
+
 // Report is the outcome of one run, written as JSON to the Job's
 // termination message.
 type Report struct {
-	Succeeded bool      `json:"succeeded"`
+	Succeeded bool `json:"succeeded"`
+	// Step is the step that failed (StepSave, StepVerify, StepStore), when
+	// the run did not succeed.
+	Step      string    `json:"step,omitempty"`
 	Name      string    `json:"name,omitempty"`
 	Location  string    `json:"location,omitempty"`
 	TakenAt   time.Time `json:"takenAt"`
@@ -151,27 +165,27 @@ func Run(ctx context.Context, o Options) Report {
 	}
 	taken := now().UTC().Truncate(time.Second)
 	r := Report{Name: FileName(o.Cluster, taken), TakenAt: taken}
-	fail := func(step string, err error) Report {
-		r.Message = fmt.Sprintf("%s: %v", step, err)
+	fail := func(step, doing string, err error) Report {
+		r.Step, r.Message = step, fmt.Sprintf("%s: %v", doing, err)
 		return r
 	}
 	path := filepath.Join(o.WorkDir, "."+r.Name+".part")
 	defer func() { _ = os.Remove(path) }()
 	if err := o.Save(ctx, path); err != nil {
-		return fail("saving the snapshot", err)
+		return fail(StepSave, "saving the snapshot", err)
 	}
 	st, err := o.Verify(path)
 	if err != nil {
-		return fail("verifying the snapshot", err)
+		return fail(StepVerify, "verifying the snapshot", err)
 	}
 	// The final snapshot's rule: an empty cluster snapshots at revision 0
 	// with no keys, which is valid; no bytes or no hash is not.
 	if st.Revision < 0 || st.TotalSize <= 0 || st.Hash == 0 {
-		return fail("verifying the snapshot", fmt.Errorf("the snapshot is unusable: revision %d, %d bytes, hash %d", st.Revision, st.TotalSize, st.Hash))
+		return fail(StepVerify, "verifying the snapshot", fmt.Errorf("the snapshot is unusable: revision %d, %d bytes, hash %d", st.Revision, st.TotalSize, st.Hash))
 	}
 	r.Revision, r.Hash, r.TotalKeys, r.SizeBytes = st.Revision, st.Hash, st.TotalKey, st.TotalSize
 	if err := o.Store.Put(ctx, r.Name, path); err != nil {
-		return fail("storing the snapshot", err)
+		return fail(StepStore, "storing the snapshot", err)
 	}
 	r.Succeeded, r.Location = true, o.Store.Location(r.Name)
 

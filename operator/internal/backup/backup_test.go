@@ -144,6 +144,7 @@ func TestRunStoresNothingThatDidNotVerify(t *testing.T) {
 	}))
 	g.Expect(r.Succeeded).To(BeFalse())
 	g.Expect(r.Message).To(Equal("verifying the snapshot: snapshot file integrity check failed"))
+	g.Expect(r.Step).To(Equal(StepVerify))
 	g.Expect(s.objects).To(HaveLen(1), "nothing stored, nothing expired")
 
 	r = Run(t.Context(), options(t, s, func(string) (Status, error) { return Status{}, nil }))
@@ -155,12 +156,15 @@ func TestRunReportsEachStepThatFails(t *testing.T) {
 	g := NewWithT(t)
 	o := options(t, &fakeStore{objects: map[string]string{}}, verified)
 	o.Save = func(context.Context, string) error { return errors.New("connection refused") }
-	g.Expect(Run(t.Context(), o).Message).To(Equal("saving the snapshot: connection refused"))
+	r := Run(t.Context(), o)
+	g.Expect(r.Message).To(Equal("saving the snapshot: connection refused"))
+	g.Expect(r.Step).To(Equal(StepSave))
 
 	s := &fakeStore{objects: map[string]string{}, putErr: errors.New("bucket not found")}
-	r := Run(t.Context(), options(t, s, verified))
+	r = Run(t.Context(), options(t, s, verified))
 	g.Expect(r.Succeeded).To(BeFalse())
 	g.Expect(r.Message).To(Equal("storing the snapshot: bucket not found"))
+	g.Expect(r.Step).To(Equal(StepStore), "the operator names the bucket's fields for this step")
 
 	// Stored, then retention fails: the backup counts, and the report says
 	// what was left behind.

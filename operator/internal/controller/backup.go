@@ -113,7 +113,7 @@ func (r *Reconciler) recordLastBackup(ctx context.Context, c *dbv1.DatabaseClust
 	if newest == nil || (c.Status.LastBackup != nil && c.Status.LastBackup.Job == newest.Name) {
 		return nil
 	}
-	last, err := r.backupOutcome(ctx, newest, newestAt)
+	last, err := r.backupOutcome(ctx, c, newest, newestAt)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (r *Reconciler) recordLastBackup(ctx context.Context, c *dbv1.DatabaseClust
 // backupOutcome reads the report the backup container left as its
 // termination message. A Job that succeeded without a readable report, or
 // whose report says it failed, is not recorded as good.
-func (r *Reconciler) backupOutcome(ctx context.Context, job *batchv1.Job, at time.Time) (*dbv1.BackupStatus, error) {
+func (r *Reconciler) backupOutcome(ctx context.Context, c *dbv1.DatabaseCluster, job *batchv1.Job, at time.Time) (*dbv1.BackupStatus, error) {
 	out := &dbv1.BackupStatus{Job: job.Name, FinishedAt: &metav1.Time{Time: at}}
 	report, err := r.backupReport(ctx, job)
 	if err != nil {
@@ -145,6 +145,9 @@ func (r *Reconciler) backupOutcome(ctx context.Context, job *batchv1.Job, at tim
 		if out.Message == "" {
 			out.Message = jobs.Message(job, batchv1.JobFailed)
 		}
+		if s3 := c.Spec.Backup.Destination.S3; s3 != nil && report.Step == backup.StepStore {
+			out.Message = bucketFailure(s3, out.Message)
+		}
 	default:
 		out.Succeeded = true
 		out.Message = report.Message // a retention problem, if any
@@ -159,6 +162,14 @@ func (r *Reconciler) backupOutcome(ctx context.Context, job *batchv1.Job, at tim
 		}
 	}
 	return out, nil
+}
+
+// bucketFailure says that writing to the bucket failed, naming the field to
+// check first: what admission cannot know (the endpoint does not answer, the
+// bucket does not exist, the keys are wrong) shows only when a backup runs.
+func bucketFailure(s3 *dbv1.S3Bucket, msg string) string {
+	return fmt.Sprintf("spec.backup.destination.s3.endpoint: could not write to bucket %q at %s; check the endpoint, the bucket and the keys in Secret %q: %s",
+		s3.Bucket, s3.Endpoint, s3.CredentialsSecret.Name, msg)
 }
 
 // backupReport finds the backup container's report among the Job's pods:

@@ -13,6 +13,7 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -37,17 +38,55 @@ func Spec(c *dbv1.DatabaseCluster) field.ErrorList {
 	return errs
 }
 
-// Schedule checks a cron schedule the way the CronJob controller parses it:
-// five fields or a macro, with no time zone inside it.
+// Schedule checks a cron schedule the way the CronJob controller parses it
+// (five fields or a macro, with no time zone inside it), and that it fires:
+// at least once, and at most once a minute.
 func Schedule(p *field.Path, schedule string) *field.Error {
 	s := strings.TrimSpace(schedule)
 	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
 		return field.Invalid(p, schedule, "a time zone cannot be set inside the schedule; schedules run in the controller manager's time zone (UTC on most clusters)")
 	}
-	if _, err := cron.ParseStandard(s); err != nil {
+	sched, err := cron.ParseStandard(s)
+	if err != nil {
 		return field.Invalid(p, schedule, fmt.Sprintf("not a cron schedule (%v): use five fields, minute hour day-of-month month day-of-week, for example \"0 3 * * *\", or a macro such as @daily", err))
 	}
+	if msg := firing(s, sched); msg != "" {
+		return field.Invalid(p, schedule, msg)
+	}
 	return nil
+}
+
+// scheduleEpoch is where firing starts looking: a fixed time, so that
+// admission does not depend on the day it runs, with a 29 February within
+// the cron library's horizon (it looks up to five years ahead).
+var scheduleEpoch = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// MinScheduleInterval is the shortest time a backup schedule may leave
+// between two backups.
+const MinScheduleInterval = time.Minute
+
+// firing explains why sched (parsed from s) would not take a backup at
+// most once a minute, or returns "". A five-field schedule that matches no
+// date (31 February) has no next activation within the library's five
+// years; a leap day does. Two consecutive activations tell the interval:
+// only @every can fire more often than once a minute (five fields have no
+// seconds), and its interval is constant.
+func firing(s string, sched cron.Schedule) string {
+	first := sched.Next(scheduleEpoch)
+	if first.IsZero() {
+		return "never fires: no date matches its day-of-month and month (such as 31 February); use days that exist in the chosen months, for example \"0 3 28 2 *\""
+	}
+	every := sched.Next(first).Sub(first)
+	if every >= MinScheduleInterval {
+		return ""
+	}
+	msg := fmt.Sprintf("fires every %s, more often than once a minute: use an interval of at least 1m, for example \"@every 5m\" or \"*/5 * * * *\"", every)
+	if d, found := strings.CutPrefix(s, "@every "); found {
+		if given, err := time.ParseDuration(d); err == nil && given != every {
+			msg += fmt.Sprintf(" (the cron library runs @every %s every %s: it counts in whole seconds, at least one)", given, every)
+		}
+	}
+	return msg
 }
 
 // Resources checks container resources as the API server will when the

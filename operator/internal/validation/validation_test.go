@@ -28,6 +28,22 @@ func TestSchedule(t *testing.T) {
 		{schedule: "@fortnightly", want: "not a cron schedule"},
 		{schedule: "TZ=Europe/Paris 0 3 * * *", want: "a time zone cannot be set inside the schedule"},
 		{schedule: "CRON_TZ=UTC 0 3 * * *", want: "a time zone cannot be set inside the schedule"},
+		// Schedules that parse but never fire, or fire too often.
+		{schedule: "0 0 29 2 *"}, // leap days come within the horizon
+		{schedule: "0 0 31 1-2 *"},
+		{schedule: "0 0 31 2 1"}, // day-of-month or day-of-week: every Monday in February
+		{schedule: "* * * * *"},
+		{schedule: "@every 1m"},
+		{schedule: "0 0 31 2 *", want: "never fires: no date matches its day-of-month and month (such as 31 February)"},
+		{schedule: "0 0 30 2 *", want: "never fires"},
+		{schedule: "0 0 31 4,6,9,11 *", want: "never fires"},
+		{schedule: "@every 30s", want: `fires every 30s, more often than once a minute: use an interval of at least 1m, for example "@every 5m"`},
+		{schedule: "@every 59s", want: "fires every 59s"},
+		{schedule: "@every 0s", want: "fires every 1s, more often than once a minute: use an interval of at least 1m, for example \"@every 5m\" or \"*/5 * * * *\" (the cron library runs @every 0s every 1s: it counts in whole seconds, at least one)"},
+		{schedule: "@every 500ms", want: "(the cron library runs @every 500ms every 1s"},
+		{schedule: "@every -1h", want: "fires every 1s"},
+		{schedule: "@every 90.5s"},
+		{schedule: "@every 59.9s", want: "(the cron library runs @every 59.9s every 59s"},
 	} {
 		t.Run(c.schedule, func(t *testing.T) {
 			g := NewWithT(t)

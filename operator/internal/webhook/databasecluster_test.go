@@ -76,5 +76,5 @@ func TestV1beta1RulesHoldForWhatV1alpha1Carries(t *testing.T) {
 	restored.Spec.RestoreFrom = &dbv1.RestoreSource{Volume: &dbv1.VolumeSnapshotSource{ClaimName: "snap", File: "db.snapshot"}}
 	_, err = Validator{}.ValidateUpdate(t.Context(), withReplicas(3), restored)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	g.Expect(err.Error()).To(ContainSubstring("restoreFrom can only be set when the cluster is created"))
+	g.Expect(err.Error()).To(ContainSubstring("spec.restoreFrom: Forbidden: restoreFrom cannot be added after the cluster is created"))
 }
