@@ -160,6 +160,22 @@ func TestBackupsNeedAnImage(t *testing.T) {
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy), "the database itself runs")
 }
 
+// TestInvalidBackupStopsOnlyBackups: a spec.backup that breaks a rule (one
+// added by an operator upgrade, say, to a cluster admitted before it) stops
+// the backups, named in Progressing=False/Blocked, and nothing else: the
+// database is still created and runs.
+func TestInvalidBackupStopsOnlyBackups(t *testing.T) {
+	g := NewWithT(t)
+	c := reference.NewCluster("default", "db").Build()
+	withBackups(c, "@every 30s")
+	w := reference.NewWorld(t, c)
+	settle(t, w, c)
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionProgressing, metav1.ConditionFalse, dbv1.ReasonBlocked).
+		WithMessageContaining("backups wait until spec.backup is fixed: spec.backup.schedule"))
+	g.Expect(w.Client.Get(t.Context(), client.ObjectKey{Namespace: c.Namespace, Name: operator.BackupCronJobName(c)}, &batchv1.CronJob{})).To(Satisfy(apierrors.IsNotFound))
+	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy), "the database itself runs")
+}
+
 // TestBackupsToABucket: a bucket destination needs its credentials Secret
 // with both keys; until then Progressing=False/Blocked names the field and
 // no CronJob exists. Then the CronJob passes the keys as environment

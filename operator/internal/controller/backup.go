@@ -32,6 +32,12 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 	if c.Spec.Backup == nil {
 		return ctrl.Result{}, r.removeBackupCronJob(ctx, c)
 	}
+	if s.invalidBackup != nil {
+		// The CronJob, if one runs, is left as it was: its spec was valid
+		// when it was applied.
+		s.blocked = fmt.Errorf("backups wait until spec.backup is fixed: %w", s.invalidBackup)
+		return ctrl.Result{}, nil
+	}
 	if r.Builders.BackupImage == "" {
 		s.blocked = errors.New("spec.backup: the operator was started without a backup image (--backup-image), so it cannot run backups")
 		return ctrl.Result{}, nil

@@ -56,10 +56,14 @@ type scope struct {
 	progressReason, progressMessage string
 
 	// Conditions the phases found; each maps to a condition reason.
-	invalidSpec  error
-	foreignChild error
-	snapshotErr  error
-	restoreErr   error
+	invalidSpec error
+	// invalidBackup is what breaks a rule under spec.backup: backups wait
+	// for a fix, the database itself runs (a rule added in an operator
+	// upgrade must not stop an existing cluster being managed).
+	invalidBackup error
+	foreignChild  error
+	snapshotErr   error
+	restoreErr    error
 	// blocked says what the spec names that does not exist yet, such as a
 	// StorageClass or a restore claim; the pass waits for it.
 	blocked error

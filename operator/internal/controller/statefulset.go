@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,10 +22,22 @@ import (
 // validateSpec refuses a spec the builders cannot realise, by the same
 // rules admission applies (validation.Cluster): anything that slipped past
 // the API server is a terminal error shown in a condition, not a crash loop
-// or a retry storm.
+// or a retry storm. A mistake under spec.backup stops only the backups
+// (reconcileBackup shows it): the database runs on.
 func (r *Reconciler) validateSpec(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if errs := validation.Cluster(ctx, s.cluster); len(errs) > 0 {
-		err := fmt.Errorf("%w: %w", validation.ErrInvalidSpec, errs.ToAggregate())
+	var backupErrs, errs field.ErrorList
+	for _, e := range validation.Cluster(ctx, s.cluster) {
+		if e.Field == "spec.backup" || strings.HasPrefix(e.Field, "spec.backup.") {
+			backupErrs = append(backupErrs, e)
+		} else {
+			errs = append(errs, e)
+		}
+	}
+	if len(backupErrs) > 0 {
+		s.invalidBackup = backupErrs.ToAggregate()
+	}
+	if len(errs) > 0 {
+		err := fmt.Errorf("%w: %w", validation.ErrInvalidSpec, append(errs, backupErrs...).ToAggregate())
 		s.invalidSpec = err
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
