@@ -2,8 +2,10 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -28,6 +30,36 @@ func (h hubOnly) empty() bool {
 
 var _ conversion.Convertible = &DatabaseCluster{}
 
+// decodeHubOnly reads the annotation strictly: a field it does not know is
+// a mistake to name, not something to drop without a word, and a value of
+// the wrong type or form is named by its path in v1beta1's spec.
+func decodeHubOnly(raw string, extra *hubOnly) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(extra)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("spec.%s: %w", typeErr.Field, err)
+	}
+	// metav1.Duration parses itself and says only what the value was.
+	var loose struct {
+		Backup struct {
+			Retention struct {
+				MaxAge *string `json:"maxAge"`
+			} `json:"retention"`
+		} `json:"backup"`
+	}
+	if json.Unmarshal([]byte(raw), &loose) == nil && loose.Backup.Retention.MaxAge != nil {
+		if _, perr := time.ParseDuration(*loose.Backup.Retention.MaxAge); perr != nil {
+			return fmt.Errorf("spec.backup.retention.maxAge: Invalid value: %q: not a duration such as 168h or 90m", *loose.Backup.Retention.MaxAge)
+		}
+	}
+	return err
+}
+
 // ConvertTo converts this DatabaseCluster to the hub version, v1beta1:
 // restoreFrom's claim and file move under restoreFrom.volume, and what the
 // hub-only annotation holds comes back.
@@ -42,9 +74,7 @@ func (src *DatabaseCluster) ConvertTo(dstRaw conversion.Hub) error {
 	if raw, found := dst.Annotations[HubOnlyAnnotation]; found {
 		// Strictly: a field it does not know is a mistake to name, not
 		// something to drop without a word.
-		dec := json.NewDecoder(strings.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&extra); err != nil {
+		if err := decodeHubOnly(raw, &extra); err != nil {
 			return fmt.Errorf("converting DatabaseCluster %s/%s to v1beta1: annotation %s is not valid: %w", in.Namespace, in.Name, HubOnlyAnnotation, err)
 		}
 		delete(dst.Annotations, HubOnlyAnnotation)
