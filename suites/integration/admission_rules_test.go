@@ -39,9 +39,13 @@ func crdRules(t *testing.T) []rule {
 	}
 	for _, v := range def.Spec.Versions {
 		if v.Name == "v1beta1" {
-			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			root := v.Schema.OpenAPIV3Schema
 			var out []rule
-			walkRules(spec, "spec", &out)
+			// The object's own rules (on metadata.name), then the spec's.
+			for _, x := range root.XValidations {
+				out = append(out, rule{path: "metadata.name", kind: "cel", cel: x.Rule})
+			}
+			walkRules(root.Properties["spec"], "spec", &out)
 			sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 			return out
 		}
@@ -147,32 +151,34 @@ func baseFor(path string) string {
 // with "s3." standing for both S3 locations (the backup destination and the
 // restore source), then the first characters of the rule.
 var celCases = map[string]violation{
-	"spec|has(self.restoreFrom) == ":             {path: "spec.restoreFrom", value: nil, remove: true, update: true, want: "spec.restoreFrom"},
-	"spec.backup.destination|has(self.volume)":   {path: "spec.backup.destination.volume", value: map[string]any{}, base: "s3", want: "both"},
-	"spec.backup.retention|has(self.count) ||":   {path: "spec.backup.retention", value: map[string]any{}, want: "neither"},
-	"spec.backup.retention.maxAge|self.matches(": {path: "spec.backup.retention.maxAge", value: "1 day", want: `"1 day"`},
-	"spec.backup.retention.maxAge|!self.matches": {path: "spec.backup.retention.maxAge", value: "30s", want: `"30s"`},
-	"spec.image|!self.matches('\\\\s')":          {path: "spec.image", value: "etcd v3", want: `"etcd v3"`},
-	"spec.restoreFrom|self == oldSelf":           {path: "spec.restoreFrom.volume.file", value: "other.db", update: true, base: "volume", want: "spec.restoreFrom"},
-	"spec.restoreFrom|has(self.volume) != has(":  {path: "spec.restoreFrom.volume", value: map[string]any{"claimName": "snaps", "file": "db.snap"}, base: "s3", want: "both"},
-	"spec.restoreFrom.volume.claimName|self.mat": {path: "spec.restoreFrom.volume.claimName", value: "Snaps_Claim", base: "volume", want: `"Snaps_Claim"`},
-	"spec.restoreFrom.volume.file|self.matches(": {path: "spec.restoreFrom.volume.file", value: "dir/db.snap", base: "volume", want: `"dir/db.snap"`},
-	"spec.storage|has(self.storageClassName) ==": {path: "spec.storage.storageClassName", remove: true, update: true, want: "spec.storage"},
-	"spec.storage.size|!isQuantity(string(self":  {path: "spec.storage.size", value: "0", want: `"0"`},
-	"spec.storage.size|self == oldSelf":          {path: "spec.storage.size", value: "2Gi", update: true, want: "2Gi"},
-	"spec.storage.storageClassName|self.matche":  {path: "spec.storage.storageClassName", value: "Fast_SSD", want: `"Fast_SSD"`},
-	"spec.storage.storageClassName|self == old":  {path: "spec.storage.storageClassName", value: "other", update: true, want: `"other"`},
-	"s3.bucket|self.matches('^[a-z0-9][a-z0-9":   {path: "bucket", value: "Snaps_Bucket", want: `"Snaps_Bucket"`},
-	"s3.bucket|!self.contains('..') && !self.c":  {path: "bucket", value: "snaps..db", want: `"snaps..db"`},
-	"s3.bucket|!self.matches('^[0-9]+([.][0-9":   {path: "bucket", value: "192.168.5.4", want: `"192.168.5.4"`},
-	"s3.bucket|!['xn--', 'sthree-', 'amzn-s3-":   {path: "bucket", value: "xn--snaps", want: `"xn--snaps"`},
-	"s3.bucket|!['-s3alias', '--ol-s3', '.mra":   {path: "bucket", value: "snaps-s3alias", want: `"snaps-s3alias"`},
-	"s3.credentialsSecret.name|self.matches('^":  {path: "credentialsSecret.name", value: "S3_Secret", want: `"S3_Secret"`},
-	"s3.endpoint|isURL(self) && url(self).getS":  {path: "endpoint", value: "ftp://s3.example.com", want: `"ftp://s3.example.com"`},
-	"s3.endpoint|!isURL(self) || url(self).get":  {path: "endpoint", value: "https://user:pw@s3.example.com", want: `https://user:pw@s3.example.com`},
-	"s3.prefix|!self.startsWith('/')":            {path: "prefix", value: "/db", want: `"/db"`},
-	"s3.prefix|!self.matches('(^|/)[.][.]?(/|":   {path: "prefix", value: "db/../x", want: `"db/../x"`},
-	"s3.prefix|!self.contains('//')":             {path: "prefix", value: "db//x", want: `"db//x"`},
+	"metadata.name|self.metadata.name.size() <= ": {path: "metadata.name", value: strings.Repeat("d", 46), want: "metadata.name must be at most 45 characters"},
+	"metadata.name|self.metadata.name.matches(":   {path: "metadata.name", value: "db.cluster", want: "metadata.name must start with a lowercase letter"},
+	"spec|has(self.restoreFrom) == ":              {path: "spec.restoreFrom", value: nil, remove: true, update: true, want: "spec.restoreFrom"},
+	"spec.backup.destination|has(self.volume)":    {path: "spec.backup.destination.volume", value: map[string]any{}, base: "s3", want: "both"},
+	"spec.backup.retention|has(self.count) ||":    {path: "spec.backup.retention", value: map[string]any{}, want: "neither"},
+	"spec.backup.retention.maxAge|self.matches(":  {path: "spec.backup.retention.maxAge", value: "1 day", want: `"1 day"`},
+	"spec.backup.retention.maxAge|!self.matches":  {path: "spec.backup.retention.maxAge", value: "30s", want: `"30s"`},
+	"spec.image|!self.matches('\\\\s')":           {path: "spec.image", value: "etcd v3", want: `"etcd v3"`},
+	"spec.restoreFrom|self == oldSelf":            {path: "spec.restoreFrom.volume.file", value: "other.db", update: true, base: "volume", want: "spec.restoreFrom"},
+	"spec.restoreFrom|has(self.volume) != has(":   {path: "spec.restoreFrom.volume", value: map[string]any{"claimName": "snaps", "file": "db.snap"}, base: "s3", want: "both"},
+	"spec.restoreFrom.volume.claimName|self.mat":  {path: "spec.restoreFrom.volume.claimName", value: "Snaps_Claim", base: "volume", want: `"Snaps_Claim"`},
+	"spec.restoreFrom.volume.file|self.matches(":  {path: "spec.restoreFrom.volume.file", value: "dir/db.snap", base: "volume", want: `"dir/db.snap"`},
+	"spec.storage|has(self.storageClassName) ==":  {path: "spec.storage.storageClassName", remove: true, update: true, want: "spec.storage"},
+	"spec.storage.size|!isQuantity(string(self":   {path: "spec.storage.size", value: "0", want: `"0"`},
+	"spec.storage.size|self == oldSelf":           {path: "spec.storage.size", value: "2Gi", update: true, want: "2Gi"},
+	"spec.storage.storageClassName|self.matche":   {path: "spec.storage.storageClassName", value: "Fast_SSD", want: `"Fast_SSD"`},
+	"spec.storage.storageClassName|self == old":   {path: "spec.storage.storageClassName", value: "other", update: true, want: `"other"`},
+	"s3.bucket|self.matches('^[a-z0-9][a-z0-9":    {path: "bucket", value: "Snaps_Bucket", want: `"Snaps_Bucket"`},
+	"s3.bucket|!self.contains('..') && !self.c":   {path: "bucket", value: "snaps..db", want: `"snaps..db"`},
+	"s3.bucket|!self.matches('^[0-9]+([.][0-9":    {path: "bucket", value: "192.168.5.4", want: `"192.168.5.4"`},
+	"s3.bucket|!['xn--', 'sthree-', 'amzn-s3-":    {path: "bucket", value: "xn--snaps", want: `"xn--snaps"`},
+	"s3.bucket|!['-s3alias', '--ol-s3', '.mra":    {path: "bucket", value: "snaps-s3alias", want: `"snaps-s3alias"`},
+	"s3.credentialsSecret.name|self.matches('^":   {path: "credentialsSecret.name", value: "S3_Secret", want: `"S3_Secret"`},
+	"s3.endpoint|isURL(self) && url(self).getS":   {path: "endpoint", value: "ftp://s3.example.com", want: `"ftp://s3.example.com"`},
+	"s3.endpoint|!isURL(self) || url(self).get":   {path: "endpoint", value: "https://user:pw@s3.example.com", want: `https://user:pw@s3.example.com`},
+	"s3.prefix|!self.startsWith('/')":             {path: "prefix", value: "/db", want: `"/db"`},
+	"s3.prefix|!self.matches('(^|/)[.][.]?(/|":    {path: "prefix", value: "db/../x", want: `"db/../x"`},
+	"s3.prefix|!self.contains('//')":              {path: "prefix", value: "db//x", want: `"db//x"`},
 }
 
 // celViolation finds the case of a CEL rule.
