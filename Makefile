@@ -113,8 +113,9 @@ verify: ## Fail when git tracks build output (an executable, or a file over 1 Mi
 	@go run ./ci/sizes .
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml) and actionlint on .github/workflows.
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml), shellcheck on every shell script (Debian's, installed when missing) and actionlint on .github/workflows.
 	$(GOLANGCI_LINT) run --allow-serial-runners $(ALL_PKGS)
+	@ci/shellcheck.sh
 	$(ACTIONLINT) -color=false
 
 ##@ Build
