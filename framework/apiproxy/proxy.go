@@ -11,6 +11,7 @@ package apiproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -182,8 +183,12 @@ func reset(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		_ = tcp.SetLinger(0)
+	// Under TLS the hijacked connection wraps the TCP one; without
+	// lingering, closing it sends a reset, not an orderly goodbye.
+	if tc, ok := conn.(*tls.Conn); ok {
+		if tcp, ok := tc.NetConn().(*net.TCPConn); ok {
+			_ = tcp.SetLinger(0)
+		}
 	}
 	_ = conn.Close()
 }

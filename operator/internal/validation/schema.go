@@ -135,37 +135,26 @@ func Change(ctx context.Context, c, old *dbv1.DatabaseCluster) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	var errs field.ErrorList
-	if old == nil {
-		errs = s.Validate(ctx, c, nil)
-	} else {
-		errs = s.Validate(ctx, c, old)
+	var stored runtime.Object // a nil *DatabaseCluster is not a nil Object
+	if old != nil {
+		stored = old
 	}
-	return append(errs, Spec(c)...)
+	return append(s.Validate(ctx, c, stored), Spec(c)...)
 }
 
-var clusterSchemas = sync.OnceValues(func() (map[string]*Schema, error) {
-	out := map[string]*Schema{}
-	for _, v := range []string{"v1alpha1", "v1beta1"} {
-		s, err := NewSchema(crd.DatabaseClusters, v)
-		if err != nil {
-			return nil, err
-		}
-		out[v] = s
-	}
-	return out, nil
-})
+// clusterSchemas compile each served version's schema on first use: the
+// controller and the webhook only ever ask for v1beta1.
+var clusterSchemas = map[string]func() (*Schema, error){
+	"v1alpha1": sync.OnceValues(func() (*Schema, error) { return NewSchema(crd.DatabaseClusters, "v1alpha1") }),
+	"v1beta1":  sync.OnceValues(func() (*Schema, error) { return NewSchema(crd.DatabaseClusters, "v1beta1") }),
+}
 
 // ClusterSchema is the schema of one served version (v1alpha1, v1beta1) of
 // the DatabaseCluster CRD this operator ships (operator/config/crd).
 func ClusterSchema(version string) (*Schema, error) {
-	all, err := clusterSchemas()
-	if err != nil {
-		return nil, err
-	}
-	s, ok := all[version]
+	compile, ok := clusterSchemas[version]
 	if !ok {
 		return nil, fmt.Errorf("the DatabaseCluster CRD serves no version %q", version)
 	}
-	return s, nil
+	return compile()
 }
