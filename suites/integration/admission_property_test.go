@@ -45,13 +45,7 @@ func TestEveryAdmissionRuleOnEveryPath(t *testing.T) {
 			t.Errorf("rule %s has no case: add one to celCases", r)
 			continue
 		}
-		for _, version := range []string{"v1beta1", "v1alpha1"} {
-			n++
-			name := fmt.Sprintf("r%d-%s", n, version[:7])
-			t.Run(fmt.Sprintf("%s via %s", r, version), func(t *testing.T) {
-				refused(t, ns, name, version, v)
-			})
-		}
+		n += refusedThroughBoth(t, ns, n, r.String(), v)
 	}
 	for name, v := range goRules {
 		if v.at == "" {
@@ -60,15 +54,23 @@ func TestEveryAdmissionRuleOnEveryPath(t *testing.T) {
 		if v.base == "" {
 			v.base = "s3"
 		}
-		for _, version := range []string{"v1beta1", "v1alpha1"} {
-			n++
-			obj := fmt.Sprintf("r%d-%s", n, version[:7])
-			t.Run(fmt.Sprintf("%s via %s", name, version), func(t *testing.T) {
-				refused(t, ns, obj, version, v)
-			})
-		}
+		n += refusedThroughBoth(t, ns, n, name, v)
 	}
 	t.Logf("%d rules in the CRD and %d in Go, %d invalid objects sent through both versions", len(rules), len(goRules), n)
+}
+
+// refusedThroughBoth sends v through each served version, as subtests
+// named after the rule, each object numbered after the n sent before it;
+// it returns how many it sent.
+func refusedThroughBoth(t *testing.T, ns string, n int, rule string, v violation) int {
+	versions := []string{"v1beta1", "v1alpha1"}
+	for i, version := range versions {
+		name := fmt.Sprintf("r%d-%s", n+i+1, version[:7])
+		t.Run(fmt.Sprintf("%s via %s", rule, version), func(t *testing.T) {
+			refused(t, ns, name, version, v)
+		})
+	}
+	return len(versions)
 }
 
 // refused sends the violation through version and checks the refusal.

@@ -176,6 +176,17 @@ func TestInvalidBackupStopsOnlyBackups(t *testing.T) {
 	g.Expect(c).To(framework.HaveCondition(dbv1.ConditionAvailable, metav1.ConditionTrue, dbv1.ReasonQuorumHealthy), "the database itself runs")
 }
 
+// clusterBackingUpToABucket backs up daily to the bucket "backups" at
+// https://s3.example.com, with the keys in Secret "s3-keys".
+func clusterBackingUpToABucket() *dbv1.DatabaseCluster {
+	c := reference.NewCluster("default", "db").Build()
+	withBackups(c, "@daily")
+	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
+		Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
+	}}
+	return c
+}
+
 // TestBackupsToABucket: a bucket destination needs its credentials Secret
 // with both keys; until then Progressing=False/Blocked names the field and
 // no CronJob exists. Then the CronJob passes the keys as environment
@@ -183,11 +194,7 @@ func TestInvalidBackupStopsOnlyBackups(t *testing.T) {
 func TestBackupsToABucket(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	c := reference.NewCluster("default", "db").Build()
-	withBackups(c, "@daily")
-	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
-		Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
-	}}
+	c := clusterBackingUpToABucket()
 	w := reference.NewWorld(t, c)
 	cronJob := client.ObjectKey{Namespace: c.Namespace, Name: operator.BackupCronJobName(c)}
 
@@ -250,11 +257,7 @@ func runBackup(t *testing.T, store operator.BackupStore, save func(context.Conte
 func TestBackupToABucketThatFails(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	c := reference.NewCluster("default", "db").Build()
-	withBackups(c, "@daily")
-	c.Spec.Backup.Destination = dbv1.BackupDestination{S3: &dbv1.S3Bucket{
-		Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecret: dbv1.SecretReference{Name: "s3-keys"},
-	}}
+	c := clusterBackingUpToABucket()
 	w := reference.NewWorld(t, c)
 	g.Expect(w.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "s3-keys"},
 		Data: map[string][]byte{"accessKeyID": []byte("ak"), "secretAccessKey": []byte("sk")}})).To(Succeed())
