@@ -78,10 +78,12 @@ func TestAPIProxy(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "anything"}, &corev1.Secret{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator's own permissions, no more: %v", err)
 
-	p.Add(apiproxy.Rule{Verb: "create", Resource: "configmaps", Count: 1, Status: http.StatusConflict})
+	_, err = p.Add(apiproxy.Rule{Verb: "create", Resource: "configmaps", Count: 1, Status: http.StatusConflict})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apierrors.IsConflict(c.Create(ctx, cm("c")))).To(BeTrue(), "the first create answered 409")
 	g.Expect(c.Create(ctx, cm("c"))).To(Succeed(), "the rule was spent")
-	p.Add(apiproxy.Rule{Verb: "get", Resource: "configmaps", Name: "c", Count: 1, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	_, err = p.Add(apiproxy.Rule{Verb: "get", Resource: "configmaps", Name: "c", Count: 1, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm("c")), &corev1.ConfigMap{})).To(Succeed(),
 		"client-go waits out a 429's Retry-After and asks again")
 
@@ -92,7 +94,7 @@ func TestAPIProxy(t *testing.T) {
 		}
 	}
 	g.Expect(injected).To(Equal([]string{
-		fmt.Sprintf("create configmaps %s/ → 409 (409)", ns),
-		fmt.Sprintf("get configmaps %s/c → 429 (429)", ns),
+		fmt.Sprintf("create configmaps %s/ → 409 (409 on create configmaps (once))", ns),
+		fmt.Sprintf("get configmaps %s/c → 429 (429 on get configmaps */c (once))", ns),
 	}))
 }
