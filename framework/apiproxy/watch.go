@@ -358,3 +358,16 @@ func (p *Proxy) CloseWatches(match Rule, expire bool) int {
 	}
 	return n
 }
+
+// Held is how many watch events rules hold now, over every open stream:
+// a test or the engine waits for it to know events reached the proxy
+// before it removes the rule that holds them.
+func (p *Proxy) Held() int {
+	n := 0
+	for _, s := range p.openStreams() {
+		s.mu.Lock()
+		n += s.q.holding()
+		s.mu.Unlock()
+	}
+	return n
+}
