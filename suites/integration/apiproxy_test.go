@@ -22,16 +22,20 @@ import (
 )
 
 // operatorToken makes a ServiceAccount that may only work with ConfigMaps
-// in ns, and returns a token for it: an operator's credentials.
+// and StatefulSets, and read Pods, in ns, and returns a token for it: an
+// operator's credentials.
 func operatorToken(t *testing.T, ns string) string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := env.Client
 	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}})).To(Succeed())
-	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-	}}})).To(Succeed())
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+	}})).To(Succeed())
 	g.Expect(c.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "operator"},
