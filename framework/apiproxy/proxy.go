@@ -1,17 +1,24 @@
 // Package apiproxy puts a proxy between an operator and the Kubernetes API
 // server, so that what the operator sees can be perturbed whatever language
-// it is written in: API errors, latency and reset connections, matched by
-// verb, resource, namespace and name, seeded and recorded.
+// it is written in: API errors, latency, reset connections and requests
+// left to time out; watch events delayed, dropped or coalesced; reads
+// answered from a lagging cache; a callback right after the Nth write.
+// Rules match by verb, resource, subresource, namespace, name and labels,
+// are seeded, and every action is recorded (Injected).
 //
 // The proxy never acts with credentials of its own: it trusts the API
 // server's CA and forwards each request with the Authorization header the
 // operator sent, so the operator can do through it exactly what its own
 // token allows and nothing more.
+//
+// To read what it forwards, the proxy asks the API server for JSON
+// whenever the client accepts it (client-go's protobuf clients also accept
+// */*). A client that accepts only protobuf is forwarded untouched, and
+// rules on its events, stale reads and labels cannot apply to it.
 package apiproxy
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +27,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -33,9 +41,19 @@ type Proxy struct {
 	ln       net.Listener
 	caPEM    []byte
 
+	labels  labelCache
+	records recorder
+	writes  atomic.Int64
+	// labelRules counts armed rules with Labels: without any, requests
+	// are not looked into for labels.
+	labelRules atomic.Int32
+
 	mu       sync.Mutex
-	rules    []*Rule
+	rules    []*armed
+	nextID   uint64
 	requests []Request
+	injected []Injection
+	streams  map[*stream]struct{}
 	rng      *rand.Rand
 }
 
@@ -59,14 +77,13 @@ func Start(upstream *rest.Config, seed uint64) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listening: %w", err)
 	}
-	p := &Proxy{upstream: u, ln: ln, caPEM: caPEM, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	p := newProxy(seed)
+	p.upstream, p.ln, p.caPEM = u, ln, caPEM
 	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(u)
-			r.Out.Host = u.Host
-		},
-		Transport:     transport,
-		FlushInterval: -1, // watches stream event by event
+		Rewrite:        func(r *httputil.ProxyRequest) { rewrite(r, u) },
+		ModifyResponse: p.modifyResponse,
+		Transport:      transport,
+		FlushInterval:  -1, // watches stream event by event
 	}
 	p.srv = &http.Server{
 		Handler:           http.HandlerFunc(p.serve),
@@ -75,6 +92,10 @@ func Start(upstream *rest.Config, seed uint64) (*Proxy, error) {
 	}
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	return p, nil
+}
+
+func newProxy(seed uint64) *Proxy {
+	return &Proxy{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), streams: map[*stream]struct{}{}}
 }
 
 // Config is a client configuration that reaches the API server through
@@ -95,6 +116,9 @@ func (p *Proxy) CAData() []byte { return p.caPEM }
 
 // Close stops the proxy; open watches end.
 func (p *Proxy) Close() error {
+	for _, s := range p.openStreams() {
+		s.close(false)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
@@ -102,21 +126,6 @@ func (p *Proxy) Close() error {
 		return p.srv.Close()
 	}
 	return err
-}
-
-// Add arms a rule; rules are tried in the order they were added and the
-// first that matches a request acts on it.
-func (p *Proxy) Add(r Rule) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rules = append(p.rules, &r)
-}
-
-// Clear disarms every rule.
-func (p *Proxy) Clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rules = nil
 }
 
 // Requests is every request the proxy saw, oldest first, with what was
@@ -127,87 +136,132 @@ func (p *Proxy) Requests() []Request {
 	return append([]Request(nil), p.requests...)
 }
 
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	info := parseRequest(r)
-	rule := p.match(info)
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	injected := ""
-	if rule != nil {
-		injected = rule.String()
-		if rule.Delay > 0 {
-			select {
-			case <-time.After(rule.Delay):
-			case <-r.Context().Done():
-			}
-		}
-	}
-	switch {
-	case rule != nil && rule.Reset:
-		rec.status = 0
-		reset(w)
-	case rule != nil && rule.Status != 0:
-		writeStatus(rec, rule, info)
-	default:
-		p.rp.ServeHTTP(rec, r)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests = append(p.requests, Request{At: start, Info: info, Status: rec.status, Injected: injected, Took: time.Since(start)})
+// Writes is how many writes (create, update, patch, delete,
+// deletecollection) were answered with a 2xx so far.
+func (p *Proxy) Writes() int { return int(p.writes.Load()) }
+
+// exchange is one request on its way through the proxy.
+type exchange struct {
+	ctx   context.Context // the client's: done when it gives up
+	start time.Time
+	info  Info
+	query url.Values
+	view  labelView
+	// json says the client accepts JSON, so the proxy asks for it (accept)
+	// and may read and rewrite the answer.
+	json   bool
+	accept string
+	rule   *armed // the rule acting on the request as it arrives
+	// injected is the rule's description once it did act.
+	injected string
 }
 
-// match finds the first armed rule for the request and counts its use.
-func (p *Proxy) match(info Info) *Rule {
+type exchangeKey struct{}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{ctx: r.Context(), start: time.Now(), info: parseRequest(r), query: r.URL.Query()}
+	if x.info.Resource != "" {
+		x.accept, x.json = negotiate(r.Header.Get("Accept"))
+		if x.info.Verb == "watch" || p.labelRules.Load() > 0 {
+			x.view = p.viewLabels(r, x.info)
+		}
+	}
+	var after []*armed
+	x.rule, after = p.matchRequest(x.info, x.view)
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	p.act(rec, r, x)
+	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start)}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.rules {
-		if !r.matches(info) || (r.Count > 0 && r.used >= r.Count) {
-			continue
+	p.requests = append(p.requests, req)
+	p.mu.Unlock()
+	if writeVerbs[x.info.Verb] && rec.status/100 == 2 {
+		p.writes.Add(1)
+		if len(after) > 0 {
+			p.countWrite(after, req)
 		}
-		if r.Probability > 0 && p.rng.Float64() >= r.Probability {
-			continue
+	}
+}
+
+// act answers the request as its rule says, or forwards it.
+func (p *Proxy) act(w *statusRecorder, r *http.Request, x *exchange) {
+	rule := x.rule
+	switch {
+	case rule == nil:
+		p.forward(w, r, x)
+	case rule.Stale:
+		p.serveStale(w, r, x)
+	case rule.Timeout:
+		p.holdUntilTimeout(w, r, x)
+	default:
+		x.injected = rule.desc
+		delayed := ""
+		if rule.Delay > 0 {
+			t := time.NewTimer(rule.Delay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+			delayed = " after " + round(time.Since(x.start)).String()
 		}
-		r.used++
-		return r
+		switch {
+		case rule.Reset:
+			p.inject(rule.desc, x.info, "reset the connection%s", delayed)
+			w.status = 0
+			reset(w.ResponseWriter)
+		case rule.Status != 0:
+			p.inject(rule.desc, x.info, "answered %d%s", rule.Status, delayed)
+			writeStatus(w, rule.Status, rule.RetryAfter, x.info)
+		default:
+			p.inject(rule.desc, x.info, "delayed the request %s", round(time.Since(x.start)))
+			p.forward(w, r, x)
+		}
+	}
+}
+
+// forward sends the request on, with its exchange for modifyResponse.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))
+}
+
+// rewrite aims the request at the API server and, when the client accepts
+// JSON, asks for JSON, uncompressed, so that the proxy can read it.
+func rewrite(r *httputil.ProxyRequest, u *url.URL) {
+	r.SetURL(u)
+	r.Out.Host = u.Host
+	if x, ok := r.In.Context().Value(exchangeKey{}).(*exchange); ok && x.json {
+		r.Out.Header.Set("Accept", x.accept)
+		// The transport asks for gzip itself and inflates what it gets.
+		r.Out.Header.Del("Accept-Encoding")
+	}
+}
+
+// modifyResponse looks into what the API server answered: watch streams
+// go through the event rules; JSON answers to reads are recorded (for
+// Stale) and teach the label cache.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	x, ok := resp.Request.Context().Value(exchangeKey{}).(*exchange)
+	if !ok || x.info.Resource == "" {
+		return nil
+	}
+	if x.info.Verb == "watch" {
+		if resp.StatusCode == http.StatusOK {
+			p.watch(x, resp)
+		}
+		return nil
+	}
+	if !x.json || resp.StatusCode/100 != 2 || !isJSON(resp.Header.Get("Content-Type")) {
+		return nil
+	}
+	body, err := readBody(resp)
+	if err != nil || body == nil {
+		return err
+	}
+	p.labels.learn(x.info, body)
+	if x.info.Verb == "get" || x.info.Verb == "list" {
+		p.records.add(staleKey(x), record{
+			at: time.Now(), status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body,
+		})
 	}
 	return nil
 }
-
-// reset closes the client's connection without an answer.
-func reset(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	// Under TLS the hijacked connection wraps the TCP one; without
-	// lingering, closing it sends a reset, not an orderly goodbye.
-	if tc, ok := conn.(*tls.Conn); ok {
-		if tcp, ok := tc.NetConn().(*net.TCPConn); ok {
-			_ = tcp.SetLinger(0)
-		}
-	}
-	_ = conn.Close()
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -22,16 +22,20 @@ import (
 )
 
 // operatorToken makes a ServiceAccount that may only work with ConfigMaps
-// in ns, and returns a token for it: an operator's credentials.
+// and StatefulSets, and read Pods, in ns, and returns a token for it: an
+// operator's credentials.
 func operatorToken(t *testing.T, ns string) string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := env.Client
 	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}})).To(Succeed())
-	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-	}}})).To(Succeed())
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+	}})).To(Succeed())
 	g.Expect(c.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "operator"},
@@ -78,10 +82,12 @@ func TestAPIProxy(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "anything"}, &corev1.Secret{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator's own permissions, no more: %v", err)
 
-	p.Add(apiproxy.Rule{Verb: "create", Resource: "configmaps", Count: 1, Status: http.StatusConflict})
+	_, err = p.Add(apiproxy.Rule{Verb: "create", Resource: "configmaps", Count: 1, Status: http.StatusConflict})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apierrors.IsConflict(c.Create(ctx, cm("c")))).To(BeTrue(), "the first create answered 409")
 	g.Expect(c.Create(ctx, cm("c"))).To(Succeed(), "the rule was spent")
-	p.Add(apiproxy.Rule{Verb: "get", Resource: "configmaps", Name: "c", Count: 1, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	_, err = p.Add(apiproxy.Rule{Verb: "get", Resource: "configmaps", Name: "c", Count: 1, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm("c")), &corev1.ConfigMap{})).To(Succeed(),
 		"client-go waits out a 429's Retry-After and asks again")
 
@@ -92,7 +98,7 @@ func TestAPIProxy(t *testing.T) {
 		}
 	}
 	g.Expect(injected).To(Equal([]string{
-		fmt.Sprintf("create configmaps %s/ → 409 (409)", ns),
-		fmt.Sprintf("get configmaps %s/c → 429 (429)", ns),
+		fmt.Sprintf("create configmaps %s/ → 409 (409 on create configmaps (once))", ns),
+		fmt.Sprintf("get configmaps %s/c → 429 (429 on get configmaps */c (once))", ns),
 	}))
 }
