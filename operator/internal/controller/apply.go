@@ -104,7 +104,25 @@ func normalized(v any) (any, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
+	dropEmbeddedTypeMeta(m)
 	return prune(m), nil
+}
+
+// dropEmbeddedTypeMeta removes kind and apiVersion from the claim templates
+// a StatefulSet embeds. The API server's JSON carries them (and a Pending
+// phase) while its protobuf does not, so an object decoded from JSON, as
+// every client that asks for JSON gets it, would never match the desired
+// configuration: each pass would apply again, a write that changes nothing
+// and triggers no event, and Progressing would never clear.
+func dropEmbeddedTypeMeta(m map[string]any) {
+	spec, _ := m["spec"].(map[string]any)
+	templates, _ := spec["volumeClaimTemplates"].([]any)
+	for _, t := range templates {
+		if tm, ok := t.(map[string]any); ok {
+			delete(tm, "kind")
+			delete(tm, "apiVersion")
+		}
+	}
 }
 
 // prune drops status, nulls, empty maps and empty lists, recursively.
