@@ -113,7 +113,7 @@ func setup(ctx context.Context, w *sim.World, buggy bool) (*sim.Hooks, error) {
 		return nil, fmt.Errorf("creating the memcached: %w", err)
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	deployments := &DeploymentSimulator{Client: w.Client}
+	deployments := &framework.DeploymentSimulator{Client: w.Client}
 	gc := &framework.GarbageCollector{Client: w.Client, Kinds: []client.ObjectList{&appsv1.DeploymentList{}}}
 	return &sim.Hooks{
 		NewReconciler: func(c client.Client) reconcile.Reconciler {
