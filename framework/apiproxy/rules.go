@@ -88,6 +88,12 @@ type Rule struct {
 	// armed; they arrive, in order, once it is removed.
 	Stale bool
 	Lag   time.Duration
+	// AtResourceVersion, with Stale, serves reads exactly as of this
+	// resourceVersion instead of as recorded: lists at that version, gets
+	// as the object was then, and a watch-list's initial events as its
+	// items were then (the API server keeps old versions until it
+	// compacts, five minutes by default).
+	AtResourceVersion string
 }
 
 // actions names the actions r asks for.
@@ -141,6 +147,9 @@ func (r Rule) validate() error {
 	if r.Stale && r.Verb != "" && r.Verb != "get" && r.Verb != "list" && r.Verb != "watch" {
 		errs = append(errs, fmt.Errorf("a Stale rule serves reads, and %s is not one", r.Verb))
 	}
+	if r.AtResourceVersion != "" && (!r.Stale || r.Lag != 0) {
+		errs = append(errs, errors.New("an AtResourceVersion goes with Stale and no Lag"))
+	}
 	if r.Lag != 0 && !r.Stale {
 		errs = append(errs, errors.New("a Lag without Stale"))
 	}
@@ -162,11 +171,15 @@ func (r *Rule) matches(i Info, labels labelView) bool {
 }
 
 // matchesTarget is the part of the match a watch stream has before its
-// events name objects: resource, subresource and namespace.
+// events name objects: resource, subresource and namespace. A list or
+// watch across all namespaces (as a controller's cache makes) matches a
+// rule's namespace: what it returns includes that namespace's objects,
+// and its watch events are matched object by object.
 func (r *Rule) matchesTarget(i Info) bool {
+	allNamespaces := i.Namespace == "" && (i.Verb == "list" || i.Verb == "watch")
 	return (r.Resource == "" || r.Resource == i.Resource) &&
 		(r.Subresource == "*" || r.Subresource == i.Subresource) &&
-		(r.Namespace == "" || r.Namespace == i.Namespace)
+		(r.Namespace == "" || r.Namespace == i.Namespace || allNamespaces)
 }
 
 // String describes the action and what it is taken on, compactly:
@@ -179,6 +192,8 @@ func (r Rule) String() string {
 			act += " " + r.Delay.String()
 		}
 		return act + " events of " + r.target("watch")
+	case r.Stale && r.AtResourceVersion != "":
+		return fmt.Sprintf("stale (as of resourceVersion %s) %s", r.AtResourceVersion, r.target("list,get,watch"))
 	case r.Stale:
 		return fmt.Sprintf("stale (lag %s) %s", r.Lag, r.target("list,get,watch"))
 	case r.After != 0:
@@ -250,7 +265,7 @@ func (r *Rule) requestLevel(verb string) bool {
 	case r.After != 0 || r.Events != "":
 		return false
 	case r.Stale:
-		return verb == "get" || verb == "list"
+		return verb == "get" || verb == "list" || (verb == "watch" && r.AtResourceVersion != "")
 	}
 	return true
 }

@@ -126,6 +126,10 @@ func (rc *recorder) before(key string, t time.Time) (record, bool) {
 // lag began, if the proxy recorded that; otherwise it forwards.
 func (p *Proxy) serveStale(w http.ResponseWriter, r *http.Request, x *exchange) {
 	rule := x.rule
+	if rule.AtResourceVersion != "" {
+		p.serveAt(w, r, x, rule.AtResourceVersion)
+		return
+	}
 	if !x.json {
 		p.inject(rule.desc, x.info, "not applied: client accepts only protobuf")
 		p.forward(w, r, x)

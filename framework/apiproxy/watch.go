@@ -144,9 +144,10 @@ func (a *armed) takesEvent(typ string, m objMeta) bool {
 		case EventsCoalesce:
 			return true
 		}
-		return a.Name == "" && len(a.Labels) == 0
+		return a.Name == "" && len(a.Labels) == 0 && a.Namespace == ""
 	}
 	return (a.Name == "" || a.Name == m.Name) &&
+		(a.Namespace == "" || a.Namespace == m.Namespace) &&
 		(len(a.Labels) == 0 || labelView{known: true, labels: m.Labels}.has(a.Labels))
 }
 
