@@ -135,7 +135,7 @@ gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell 
 ##@ Test
 
 .PHONY: test
-test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
+test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members, every hermetic package (about 1 min warm).
@@ -161,6 +161,23 @@ test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook
 	@mkdir -p $(ARTIFACTS)
 	@echo ">> envtest assets: $${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}"
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
+
+VIEW_SEED ?= 1
+VIEW_DIRS := suites/view/scenarios suites/examples/memcached/view-scenarios
+
+.PHONY: test-view
+test-view: gauntlet envtest-bins ## View tier: view-fault scenario files (API errors, kills between writes, stale and unobserved state) on envtest, the operator as a process behind the API proxy, each judged against its fault-free twin; no Docker.
+	@mkdir -p $(ARTIFACTS)
+	@for d in $(VIEW_DIRS); do \
+	  start=$$(date +%s); echo ">> view scenarios of $$d"; \
+	  KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet run --envtest -f $$d --seed $(VIEW_SEED) \
+	    --report $(ARTIFACTS)/view/$$(echo $$d | tr / -) || exit 1; \
+	  echo ">> view scenarios of $$d passed in $$(( $$(date +%s) - start ))s"; \
+	done
+
+.PHONY: test-view-bugs
+test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/view-bugs.sh $(ARTIFACTS)/view-bugs
 
 SIM_PKGS := ./suites/simulation
 SEEDS ?= 5000

@@ -61,6 +61,9 @@ type Options struct {
 	// OperatorArgs are appended to the Operator file's args (a bug
 	// variant to switch on, a flag to try).
 	OperatorArgs []string
+	// Envtest, when set, runs on envtest instead of a cluster: the
+	// operator as a process behind the API proxy, no Chaos Mesh.
+	Envtest *EnvtestOptions
 	// Log receives one line per step (default stderr).
 	Log io.Writer
 }
@@ -78,6 +81,9 @@ type Engine struct {
 	operator *scenario.OperatorSpec
 	opVars   Vars
 	seq      int
+	scheme   *runtime.Scheme
+	// hermetic is set on envtest.
+	hermetic *hermetic
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the
@@ -94,6 +100,13 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	spec.Args = append(append([]string(nil), spec.Args...), o.OperatorArgs...)
 	e := &Engine{o: o, operator: &spec}
 	e.opVars = Vars{Overrides: o.Overrides, Defaults: e.operator.Variables}
+	e.scheme = runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(e.scheme), chaosv1alpha1.AddToScheme(e.scheme)); err != nil {
+		return nil, err
+	}
+	if o.Envtest != nil {
+		return e.setupHermetic(ctx)
+	}
 	c, err := cluster.Start(ctx, o.Cluster)
 	if err != nil {
 		return nil, err
@@ -105,21 +118,12 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		}
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1alpha1.AddToScheme(scheme)); err != nil {
+	if e.Config, e.Client, err = c.Connect(ctx, e.scheme); err != nil {
 		return fail(err)
 	}
-	if e.Config, e.Client, err = c.Connect(ctx, scheme); err != nil {
+	if err := e.clients(); err != nil {
 		return fail(err)
 	}
-	if e.Dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
-		return fail(err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(e.Config)
-	if err != nil {
-		return fail(err)
-	}
-	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	if !c.Existing {
 		var images []string
 		for _, img := range e.operator.Images {
@@ -151,8 +155,52 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// Teardown deletes the cluster (unless kept or existing).
-func (e *Engine) Teardown() error { return e.Cluster.Teardown() }
+// setupHermetic brings up envtest, the operator's process and its proxy.
+func (e *Engine) setupHermetic(ctx context.Context) (*Engine, error) {
+	if err := e.setupEnvtest(ctx); err != nil {
+		if e.hermetic != nil {
+			err = errors.Join(err, e.hermetic.teardown())
+		}
+		return nil, err
+	}
+	e.Client = e.hermetic.env.Client
+	if err := e.clients(); err != nil {
+		return nil, errors.Join(err, e.hermetic.teardown())
+	}
+	e.Runner = &Runner{Config: e.Config, Client: e.Client, Log: e.o.Log, noChaos: "envtest has no nodes and no Chaos Mesh: this fault needs a cluster (gauntlet run without --envtest)"}
+	return e, nil
+}
+
+// clients makes the dynamic client and the REST mapper.
+func (e *Engine) clients() error {
+	var err error
+	if e.Dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(e.Config)
+	if err != nil {
+		return err
+	}
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return nil
+}
+
+// Teardown deletes the cluster (unless kept or existing), or stops
+// envtest and the operator's process.
+func (e *Engine) Teardown() error {
+	if e.hermetic != nil {
+		return e.hermetic.teardown()
+	}
+	return e.Cluster.Teardown()
+}
+
+// Name names where the set runs, for the report.
+func (e *Engine) Name() string {
+	if e.hermetic != nil {
+		return "envtest"
+	}
+	return e.Cluster.Name
+}
 
 func (e *Engine) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(e.o.Log, "%s engine: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -162,21 +210,8 @@ func (e *Engine) logf(format string, args ...any) {
 // appends its arguments, applies it and waits until its pods are ready.
 func (e *Engine) deployOperator(ctx context.Context) error {
 	start := time.Now()
-	dir := filepath.Dir(e.o.Set.OperatorFile)
-	var objs []*unstructured.Unstructured
-	var err error
-	if e.operator.Kustomize != "" {
-		objs, err = cluster.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
-	} else {
-		for _, m := range e.operator.Manifests {
-			more, rerr := readObjects(filepath.Join(dir, m), e.opVars)
-			objs, err = append(objs, more...), errors.Join(err, rerr)
-		}
-	}
+	objs, err := e.renderOperator()
 	if err != nil {
-		return fmt.Errorf("rendering the operator's manifests: %w", err)
-	}
-	if objs, err = expandObjects(objs, e.opVars); err != nil {
 		return err
 	}
 	argsDone := len(e.operator.Args) == 0
@@ -224,6 +259,28 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 	}
 	e.logf("operator ready after %s", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// renderOperator reads the operator's manifests, variables expanded.
+func (e *Engine) renderOperator() ([]*unstructured.Unstructured, error) {
+	dir := filepath.Dir(e.o.Set.OperatorFile)
+	var objs []*unstructured.Unstructured
+	var err error
+	if e.operator.Kustomize != "" {
+		objs, err = cluster.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
+	} else {
+		for _, m := range e.operator.Manifests {
+			more, rerr := readObjects(filepath.Join(dir, m), e.opVars)
+			objs, err = append(objs, more...), errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
+	}
+	if objs, err = expandObjects(objs, e.opVars); err != nil {
+		return nil, err
+	}
+	return objs, nil
 }
 
 // operatorPods are the running operator pods.

@@ -30,6 +30,13 @@ func needs(action string) []Feature {
 
 // experiment builds the fault on the roles' pods as they are now.
 func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
+	if scenario.IsViewAction(f.Action) {
+		return r.viewExperiment(f)
+	}
+	if h := r.e.hermetic; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
+		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
+			Inject: func(context.Context) error { return h.op.kill() }, Recover: func(context.Context) error { return nil }}}, nil
+	}
 	roles := r.roles.snapshot()
 	r.faultRoles = roles
 	target, err := roles.pods(ctx, f.Target)

@@ -53,6 +53,9 @@ func (r *Runner) Missing(ctx context.Context, needs []Feature) string {
 	if len(needs) == 0 {
 		return ""
 	}
+	if r.noChaos != "" {
+		return r.noChaos
+	}
 	fs, err := r.Features(ctx)
 	if err != nil {
 		return fmt.Sprintf("cannot probe the kernel: %v", err)

@@ -28,6 +28,14 @@ type operatorState struct {
 }
 
 func (r *run) operatorState(ctx context.Context) (operatorState, error) {
+	if h := r.e.hermetic; h != nil {
+		s := operatorState{uids: map[string]int32{"process": int32(h.op.restarts())}}
+		var err error
+		if r.e.operator.Metrics != nil {
+			s.families, err = r.scrapeOperator(ctx)
+		}
+		return s, err
+	}
 	pods, err := r.e.operatorPods(ctx)
 	if err != nil {
 		return operatorState{}, err
@@ -64,6 +72,9 @@ func restarts(before, after operatorState) int {
 // scrapeOperator reads the metrics of a running operator pod.
 func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	m := r.e.operator.Metrics
+	if h := r.e.hermetic; h != nil {
+		return framework.Scrape(ctx, h.metrics)
+	}
 	pods, err := r.e.operatorPods(ctx)
 	if err != nil {
 		return nil, err
@@ -119,9 +130,26 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 		stable = a.StableFor.Duration
 	}
 	if stable > 0 {
+		writes0 := r.proxyWrites()
+		errors0, scraped := r.reconcileErrors(ctx)
 		changed, err := r.unstable(ctx, stable)
 		if err != nil {
 			return fmt.Errorf("watching owned objects after convergence: %w", err)
+		}
+		if h := r.e.hermetic; h != nil {
+			n := r.proxyWrites() - writes0
+			c := report.Check{Kind: "operator", Name: "operator writes once converged", Value: fmt.Sprint(n), Budget: fmt.Sprintf("0 in %s", stable)}
+			if n > 0 {
+				c.Violation = fmt.Sprintf("the operator kept writing after convergence: %d writes in %s (a settled operator writes nothing)", n, stable)
+			}
+			r.res.Checks = append(r.res.Checks, c)
+		}
+		if errors1, ok := r.reconcileErrors(ctx); ok && scraped && r.e.hermetic != nil {
+			c := report.Check{Kind: "operator", Name: "reconcile errors once converged", Value: fmt.Sprintf("+%v", errors1-errors0), Budget: fmt.Sprintf("+0 in %s", stable)}
+			if errors1 > errors0 {
+				c.Violation = fmt.Sprintf("reconcile errors kept rising after convergence: +%v in %s (an error loop that does not end)", errors1-errors0, stable)
+			}
+			r.res.Checks = append(r.res.Checks, c)
 		}
 		f.UnstableObjects = changed
 		c := report.Check{Kind: "operator", Name: "owned objects stable once converged", Value: "unchanged", Budget: "unchanged for " + stable.String()}
@@ -239,4 +267,31 @@ func metricSelector(name string, labels map[string]string) string {
 		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
 	}
 	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+// proxyWrites is the operator's write count through the proxy (0 on a
+// cluster, where no proxy counts them).
+func (r *run) proxyWrites() int {
+	if h := r.e.hermetic; h != nil {
+		return h.proxy.Writes()
+	}
+	return 0
+}
+
+// reconcileErrors is the operator's controller_runtime_reconcile_errors_total
+// for its controller, when its metrics are known and answer.
+func (r *run) reconcileErrors(ctx context.Context) (float64, bool) {
+	m := r.e.operator.Metrics
+	if m == nil {
+		return 0, false
+	}
+	fams, err := r.scrapeOperator(ctx)
+	if err != nil {
+		return 0, false
+	}
+	var labels map[string]string
+	if m.Controller != "" {
+		labels = map[string]string{"controller": m.Controller}
+	}
+	return framework.SumSamples(fams, "controller_runtime_reconcile_errors_total", labels), true
 }

@@ -45,7 +45,7 @@ func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i)
 // RunAll runs the selected scenarios in turn, writing the report (json,
 // junit, summary, html) after each.
 func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, error) {
-	rep := report.NewReport(o.Seed, e.Cluster.Name)
+	rep := report.NewReport(o.Seed, e.Name())
 	for i, s := range e.o.Set.Scenarios {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, s.Metadata.Name) {
 			continue
@@ -90,10 +90,16 @@ type run struct {
 	faultRoles *resolution
 	// targets are the pods the fault was aimed at.
 	targets []Pods
-	command chan commandResult
-	kv      workload.KV
-	res     *report.Result
-	closer  []func()
+	// twin runs the scenario with its view fault left out, and writes0 is
+	// the proxy's write count at its start.
+	twin    bool
+	writes0 int
+	// createdRV is the resource's resourceVersion when it was created.
+	createdRV string
+	command   chan commandResult
+	kv        workload.KV
+	res       *report.Result
+	closer    []func()
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -101,19 +107,73 @@ func (r *run) fail(format string, args ...any) *report.Result {
 	return r.res
 }
 
-// Run runs one scenario on a fresh resource and judges it.
+// Run runs one scenario on a fresh resource and judges it. A view fault
+// on envtest runs twice, with the same seed: first its fault-free twin
+// (the proxy untouched), then with the fault, and the two end states are
+// compared.
 func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
+	if !scenario.IsViewAction(s.Spec.Fault.Action) || e.hermetic == nil {
+		res, _ := e.runOnce(ctx, s, seed, artifacts, false)
+		return res
+	}
+	start := time.Now()
+	e.logf("%s: the fault-free twin first (seed %d)", s.Metadata.Name, seed)
+	twinRes, twin := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin"), true)
+	if twinRes.Verdict() != report.Passed || twin == nil {
+		twinRes.Took = time.Since(start)
+		twinRes.Errors = append([]string{"the fault-free twin did not pass, so the fault cannot be judged against it"}, twinRes.Errors...)
+		return twinRes
+	}
+	res, faulted := e.runOnce(ctx, s, seed, artifacts, false)
+	if faulted != nil {
+		checks, diff := compareTwin(twin, faulted)
+		res.Checks = append(res.Checks, checks...)
+		res.Violations = append(res.Violations, report.Violations(checks)...)
+		res.Twin = diff
+		e.logf("%s: against the twin: %d differences, writes %d (twin %d)", s.Metadata.Name, len(diff.Differences), faulted.Writes, twin.Writes)
+	}
+	res.Took = time.Since(start)
+	return res
+}
+
+// runOnce runs the scenario once (as the fault-free twin when asked) and
+// returns its result and, when it got that far, its end state.
+func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, twin bool) (*report.Result, *endState) {
 	start := time.Now()
 	name := s.Metadata.Name
-	r := &run{e: e, s: s, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
+	r := &run{e: e, s: s, twin: twin, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
 		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
 		r.res.Skipped = why
 		e.logf("%s: skipped before creating anything: %s", name, why)
-		return r.res
+		return r.res, nil
+	}
+	if e.hermetic != nil && s.Spec.Workload != nil {
+		r.res.Skipped = "the workload talks to the resource's pods, and envtest runs none (run it on a cluster)"
+		e.logf("%s: skipped before creating anything: %s", name, r.res.Skipped)
+		return r.res, nil
 	}
 	defer r.cleanup(ctx)
+	res := r.run(ctx, seed, start)
+	if res.Verdict() != report.Passed || e.hermetic == nil {
+		return res, nil
+	}
+	end, err := r.captureEnd(ctx)
+	if err != nil {
+		return r.fail("reading the end state: %v", err), nil
+	}
+	end.Writes = e.hermetic.proxy.Writes() - r.writes0
+	return res, end
+}
+
+// run takes one scenario from its resource's creation to its verdict.
+func (r *run) run(ctx context.Context, seed uint64, start time.Time) *report.Result {
+	e, s, name := r.e, r.s, r.s.Metadata.Name
+	if h := e.hermetic; h != nil {
+		r.writes0 = h.proxy.Writes()
+		defer r.recordInjections(start)
+	}
 	if err := r.create(ctx); err != nil {
 		return r.fail("creating the resource: %v", err)
 	}
@@ -249,7 +309,7 @@ func (r *run) create(ctx context.Context) error {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		r.obj = created
+		r.obj, r.createdRV = created, created.GetResourceVersion()
 		return true, "", nil
 	})
 }
@@ -323,13 +383,26 @@ func (r *run) cleanup(ctx context.Context) {
 	}
 	if r.res.Verdict() == report.Failed && r.ns != "" {
 		_ = os.MkdirAll(r.res.Artifacts, 0o755)
+		var logs func(string) error
+		if r.e.Cluster != nil {
+			logs = r.e.Cluster.BundleLogs()
+		} else if h := r.e.hermetic; h != nil {
+			logs = h.copyLog
+		}
 		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
-			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: r.e.Cluster.BundleLogs(),
+			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: logs,
 		}); err != nil {
 			r.e.logf("%s: bundle incomplete: %v", r.s.Metadata.Name, err)
 		}
 	}
 	if r.obj != nil && r.obj.GetUID() != "" {
+		var order *deletionOrder
+		if d := r.s.Spec.Assertions.Deletion; d != nil && d.ChildrenFirst {
+			var err error
+			if order, err = r.watchDeletion(ctx); err != nil {
+				r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
+			}
+		}
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
 		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
@@ -337,9 +410,28 @@ func (r *run) cleanup(ctx context.Context) {
 		})
 		if err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
+		} else if r.e.hermetic != nil {
+			r.leftAfterDeletion(ctx)
+		}
+		if order != nil {
+			c := order.judge(r.obj.GetKind() + "/" + r.obj.GetName())
+			r.res.Checks = append(r.res.Checks, c)
+			if !c.OK() {
+				r.res.Violations = append(r.res.Violations, c.Violation)
+			}
 		}
 	}
 	if r.ns != "" {
 		_ = r.e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+	}
+}
+
+// recordInjections copies what the proxy did since start into the result.
+func (r *run) recordInjections(start time.Time) {
+	for _, in := range r.e.hermetic.proxy.Injected() {
+		if in.At.Before(start) {
+			continue
+		}
+		r.res.Injections = append(r.res.Injections, report.Injection{At: in.At, What: in.What, Request: in.Request.String()})
 	}
 }

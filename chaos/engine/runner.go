@@ -59,6 +59,9 @@ type Runner struct {
 	Log io.Writer
 
 	features map[Feature]error
+	// noChaos, when set, is why no Chaos Mesh fault can run here (envtest):
+	// only the harness's own faults do.
+	noChaos string
 }
 
 func (r *Runner) defaults() {
@@ -165,6 +168,11 @@ func (r *Runner) resolve(ctx context.Context, s Trial, seed uint64, run *report.
 	}
 	if err != nil {
 		run.Failf("resolving the fault's targets: %v", err)
+		return nil
+	}
+	if r.noChaos != "" && exp.Harness == nil {
+		run.Skipped = r.noChaos
+		r.logf("%s: skipped: %s", s.Name, r.noChaos)
 		return nil
 	}
 	run.Experiment = exp.Kind()

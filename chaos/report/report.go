@@ -34,6 +34,11 @@ type Result struct {
 	Checks []Check `json:"checks,omitempty"`
 	// Series is the scenario over time: workload, operator and pods.
 	Series *Series `json:"series,omitempty"`
+	// Injections are what a view fault did to the operator's requests,
+	// each with its time and the request it hit.
+	Injections []Injection `json:"injections,omitempty"`
+	// Twin compares a view-fault run with its fault-free twin.
+	Twin *TwinDiff `json:"twin,omitempty"`
 	// Artifacts is the folder holding this scenario's evidence.
 	Artifacts string        `json:"artifacts,omitempty"`
 	Took      time.Duration `json:"took"`
@@ -245,4 +250,30 @@ func (r *Report) writeJUnit(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append([]byte(xml.Header), b...), 0o644)
+}
+
+// Injection is one action the API proxy took on a request of the operator.
+type Injection struct {
+	At time.Time `json:"at"`
+	// What the proxy did ("409", "dropped MODIFIED statefulsets db/db").
+	What string `json:"what"`
+	// Request is the request it hit ("patch statefulsets db/db").
+	Request string `json:"request"`
+}
+
+// TwinDiff is a view-fault run beside its fault-free twin (same seed, same
+// actions, the proxy without faults).
+type TwinDiff struct {
+	TwinWrites    int `json:"twinWrites"`
+	FaultedWrites int `json:"faultedWrites"`
+	// Differences between the end states, path by path.
+	Differences []Difference `json:"differences,omitempty"`
+}
+
+// Difference is one path whose value differs between the twin and the
+// faulted run.
+type Difference struct {
+	Path    string `json:"path"`
+	Twin    string `json:"twin"`
+	Faulted string `json:"faulted"`
 }

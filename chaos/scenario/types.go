@@ -12,6 +12,7 @@ package scenario
 
 import (
 	"regexp"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -56,7 +57,38 @@ type OperatorSpec struct {
 	Selector map[string]string `json:"selector"`
 	// Metrics is where the operator serves Prometheus metrics.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Process runs the operator as a process on the host instead of its
+	// Deployment, for gauntlet run --envtest (no cluster, no images): the
+	// rest of its manifests (CRDs, RBAC, ServiceAccount) are applied as
+	// they are, and it talks to the API server through the API proxy with
+	// its ServiceAccount's token.
+	Process *Process `json:"process,omitempty"`
 }
+
+// Process is how to start the operator on the host.
+type Process struct {
+	// Command is the program and its arguments. A program path with a
+	// slash is relative to this file. The engine sets three variables:
+	// ${GAUNTLET_METRICS_ADDRESS} and ${GAUNTLET_PROBE_ADDRESS}, free
+	// loopback addresses for the metrics and health endpoints, and
+	// ${GAUNTLET_PROCESS_BINARY}, an absolute path for Build to write.
+	Command []string `json:"command"`
+	// Build, when set, runs first in this file's folder, for example
+	// [go, build, -C, ../.., -o, "${GAUNTLET_PROCESS_BINARY}", ./cmd].
+	Build []string `json:"build,omitempty"`
+	// Env adds environment variables to the process's.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// Engine-set variables, usable in an Operator file's process.
+const (
+	VarMetricsAddress = "GAUNTLET_METRICS_ADDRESS"
+	VarProbeAddress   = "GAUNTLET_PROBE_ADDRESS"
+	VarProcessBinary  = "GAUNTLET_PROCESS_BINARY"
+)
+
+// EngineVariables are the variables the engine sets itself.
+var EngineVariables = []string{VarMetricsAddress, VarProbeAddress, VarProcessBinary}
 
 // Image is an image to load, and the name in the manifests it replaces.
 type Image struct {
@@ -180,8 +212,52 @@ const (
 	ActionNodeLoss = "node-loss"
 )
 
+// View fault actions act on what the operator sees, through the API proxy
+// the harness puts between it and the API server; Requests picks the
+// requests they act on.
+const (
+	// ActionAPIError answers matching requests with an API error (Status).
+	ActionAPIError = "api-error"
+	// ActionAPIReset closes the connection of matching requests unanswered.
+	ActionAPIReset = "api-reset"
+	// ActionAPITimeout holds matching requests until the client gives up.
+	ActionAPITimeout = "api-timeout"
+	// ActionAPILatency delays matching requests by Latency.
+	ActionAPILatency = "api-latency"
+	// ActionKillAfterWrite kills the operator right after its After-th
+	// matching write succeeded: it restarts between two writes of a pass
+	// (Sieve's intermediate state).
+	ActionKillAfterWrite = "kill-after-write"
+	// ActionStaleView serves matching reads and re-lists from an earlier
+	// point (the resource's creation, or Lag before the injection) and
+	// holds their watch events, as an API server whose cache lags (Sieve's
+	// stale state).
+	ActionStaleView = "stale-view"
+	// ActionWatchDelay holds matching watch events for Latency (for the
+	// hold when 0); ActionWatchDrop drops them; ActionWatchCoalesce
+	// delivers only the last event of each object at the heal
+	// (Sieve's unobserved state).
+	ActionWatchDelay    = "watch-delay"
+	ActionWatchDrop     = "watch-drop"
+	ActionWatchCoalesce = "watch-coalesce"
+	// ActionWatchClose ends matching watch streams at the injection
+	// (with Expire, as a too-old resourceVersion, forcing a re-list).
+	ActionWatchClose = "watch-close"
+)
+
+// ChaosActions are the faults Chaos Mesh (or the harness, node-loss)
+// makes on a cluster's pods and nodes.
+var ChaosActions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss, ActionNodeLoss}
+
+// ViewActions are the faults the API proxy makes in the operator's view.
+var ViewActions = []string{ActionAPIError, ActionAPIReset, ActionAPITimeout, ActionAPILatency, ActionKillAfterWrite,
+	ActionStaleView, ActionWatchDelay, ActionWatchDrop, ActionWatchCoalesce, ActionWatchClose}
+
 // Actions lists every fault action, in the docs' order.
-var Actions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss, ActionNodeLoss}
+var Actions = append(append([]string(nil), ChaosActions...), ViewActions...)
+
+// IsViewAction says whether action is a view fault.
+func IsViewAction(action string) bool { return slices.Contains(ViewActions, action) }
 
 // Fault is one Chaos Mesh experiment on a role's pods, or a node-loss.
 type Fault struct {
@@ -201,6 +277,55 @@ type Fault struct {
 	LossPercent int `json:"lossPercent,omitempty"`
 	// Hold is how long the fault stays injected (default 20s).
 	Hold metav1.Duration `json:"hold,omitempty"`
+
+	// Requests picks the operator's requests a view fault acts on.
+	Requests *RequestMatch `json:"requests,omitempty"`
+	// Status is an api-error's HTTP status: 409, 429, 500, 503 or 504.
+	Status int `json:"status,omitempty"`
+	// RetryAfter goes with an api-error of 429 or 503.
+	RetryAfter metav1.Duration `json:"retryAfter,omitempty"`
+	// After is kill-after-write's count of matching writes that succeed
+	// before the operator is killed.
+	After int `json:"after,omitempty"`
+	// Lag is how far behind a stale-view's reads are: they are served as
+	// the proxy recorded them Lag before the injection (0: as of the
+	// injection, frozen for the hold).
+	Lag metav1.Duration `json:"lag,omitempty"`
+	// StaleFrom is where a stale-view's reads come from: "created" serves
+	// them exactly as of the resource's creation (by its resourceVersion,
+	// which the API server keeps until it compacts); empty serves them
+	// as the proxy recorded them Lag before the injection.
+	StaleFrom string `json:"staleFrom,omitempty"`
+	// Restart kills the operator at the injection, so that it starts
+	// over onto the faulted view (Sieve's stale state: a restart onto a
+	// lagging API server).
+	Restart bool `json:"restart,omitempty"`
+	// Expire makes watch-close end each stream as the API server does a
+	// too-old resourceVersion (410 Expired), so clients re-list.
+	Expire bool `json:"expire,omitempty"`
+}
+
+// RequestMatch picks API requests. Empty fields match anything, except
+// namespace, which defaults to the scenario's namespace ("*": any); a
+// request across all namespaces (a cluster-wide list or watch) matches
+// any namespace, and its watch events are matched object by object.
+type RequestMatch struct {
+	// Verb is get, list, watch, create, update, patch, delete or
+	// deletecollection.
+	Verb string `json:"verb,omitempty"`
+	// Resource is the plural resource, such as statefulsets.
+	Resource string `json:"resource,omitempty"`
+	// Subresource is status, scale, ... ("" matches requests without
+	// one; "*" any).
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	// Labels the object concerned must carry.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Count is how many matching requests the fault acts on (0: all).
+	Count int `json:"count,omitempty"`
+	// Probability is the chance it acts on each (seeded), 0 meaning 1.
+	Probability float64 `json:"probability,omitempty"`
 }
 
 // Action is a step taken while the fault holds. Exactly one field is set.
@@ -294,6 +419,16 @@ type Assertions struct {
 	StableFor *metav1.Duration `json:"stableFor,omitempty"`
 	// Workload bounds the workload's figures.
 	Workload *WorkloadAssertions `json:"workload,omitempty"`
+	// Deletion judges the resource's deletion at the end of the scenario.
+	Deletion *DeletionAssertions `json:"deletion,omitempty"`
+}
+
+// DeletionAssertions judge how the operator lets its resource go.
+type DeletionAssertions struct {
+	// ChildrenFirst: the operator's finalizer promises that the resource's
+	// children (the objects it controls) are deleted before the resource
+	// itself goes; a child that outlives it, even for a moment, fails.
+	ChildrenFirst bool `json:"childrenFirst,omitempty"`
 }
 
 // ConditionAssertion is a condition of the resource that must turn up in

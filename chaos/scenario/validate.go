@@ -128,6 +128,7 @@ func (c *checker) operator(o *Operator, dir string) {
 	if len(s.Selector) == 0 {
 		c.at("spec.selector", "required: the labels of the operator's pods")
 	}
+	c.process(s.Process)
 	if m := s.Metrics; m != nil {
 		c.port("spec.metrics.port", m.Port)
 		if m.Path != "" && !strings.HasPrefix(m.Path, "/") {
@@ -210,7 +211,7 @@ func (c *checker) variables(vars map[string]string, spec any, files ...string) {
 			continue
 		}
 		seen[name] = true
-		if _, ok := vars[name]; !ok {
+		if _, ok := vars[name]; !ok && !slices.Contains(EngineVariables, name) {
 			c.at("spec.variables", "${%s} is used but not defined here (give it a default)", name)
 		}
 	}
@@ -366,7 +367,18 @@ func (c *checker) fault(sp *ScenarioSpec) {
 	if f.Rate != "" && !bandwidth.MatchString(f.Rate) {
 		c.at(p+".rate", "%q: want a rate such as 1mbps (bps, kbps, mbps or gbps)", f.Rate)
 	}
-	only("latency", f.Latency.Duration != 0, ActionDelay)
+	switch f.Action {
+	case ActionDelay, ActionAPILatency:
+		if f.Latency.Duration <= 0 {
+			c.at(p+".latency", "required for %s: a positive duration such as 100ms", f.Action)
+		}
+	case ActionWatchDelay:
+	default:
+		if f.Latency.Duration != 0 {
+			c.at(p+".latency", "applies to %s, %s and %s only, not %s", ActionDelay, ActionAPILatency, ActionWatchDelay, f.Action)
+		}
+	}
+	c.viewFault(sp)
 	only("lossPercent", f.LossPercent != 0, ActionLoss)
 	if f.LossPercent < 0 || f.LossPercent > 100 {
 		c.at(p+".lossPercent", "%d: want a percentage from 1 to 100", f.LossPercent)

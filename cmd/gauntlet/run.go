@@ -43,6 +43,8 @@ type runFlags struct {
 	nodeImage, kindConfig      string
 	keep, buildImages, verbose bool
 	multiNode                  bool
+	envtest                    bool
+	envtestAssets              string
 	chaosController            string
 	chaosDaemon, pause         string
 	timeout                    time.Duration
@@ -84,6 +86,10 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster ("+cluster.MultiNodeKindConfig+": a control plane and three workers, for node-loss scenarios) instead of the single-node default")
 	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
+	fs.BoolVar(&f.envtest, "envtest", false, "run on envtest (a kube-apiserver and etcd on this machine; no Docker, no Chaos Mesh) with the operator as a process behind the API proxy, as its Operator file's spec.process says: for view faults; Chaos Mesh faults are skipped")
+	fs.StringVar(&f.envtestAssets, "envtest-assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder with kube-apiserver and etcd for --envtest (default $KUBEBUILDER_ASSETS; in a Gauntlet checkout, make envtest-bins builds them under bin/k8s)")
+	cmd.MarkFlagsMutuallyExclusive("envtest", "kubeconfig")
+	cmd.MarkFlagsMutuallyExclusive("envtest", "multi-node")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
@@ -277,13 +283,12 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	for k, v := range f.set {
 		f.overrides[k] = v
 	}
-	if f.kubeconfig == "" {
-		if err := prepareImages(ctx, f, prog); err != nil {
-			return err
-		}
+	hermetic, err := f.where(ctx, prog)
+	if err != nil {
+		return err
 	}
-	prog.Phase("cluster, operator and Chaos Mesh")
 	e, err := engine.Setup(ctx, engine.Options{
+		Envtest: hermetic,
 		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
@@ -318,4 +323,46 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 		return errFailedRun
 	}
 	return nil
+}
+
+// envtestAssets finds kube-apiserver and etcd: the flag, else the
+// checkout's bin/k8s/<version> that make envtest-bins builds.
+func envtestAssets(dir string) (string, error) {
+	if dir == "" {
+		if root := repoRoot(); root != "" {
+			matches, _ := filepath.Glob(filepath.Join(root, "bin", "k8s", "v*"))
+			if len(matches) > 0 {
+				dir = matches[len(matches)-1]
+			}
+		}
+	}
+	if dir == "" {
+		return "", usagef("--envtest needs kube-apiserver and etcd: pass --envtest-assets or set KUBEBUILDER_ASSETS (in a Gauntlet checkout, make envtest-bins builds them)")
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", usagef("--envtest-assets %s: no %s there", dir, b)
+		}
+	}
+	return dir, nil
+}
+
+// where prepares where the run goes: envtest (its binaries found), or a
+// cluster (the images it needs built, unless it is an existing one).
+func (f *runFlags) where(ctx context.Context, prog *progress) (*engine.EnvtestOptions, error) {
+	if f.envtest {
+		assets, err := envtestAssets(f.envtestAssets)
+		if err != nil {
+			return nil, err
+		}
+		prog.Phase("envtest, the operator's process and the API proxy")
+		return &engine.EnvtestOptions{Assets: assets}, nil
+	}
+	if f.kubeconfig == "" {
+		if err := prepareImages(ctx, f, prog); err != nil {
+			return nil, err
+		}
+	}
+	prog.Phase("cluster, operator and Chaos Mesh")
+	return nil, nil
 }

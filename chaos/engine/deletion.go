@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+)
+
+// deletionOrder watches the resource and the children it controls while
+// the resource is deleted, and records when each went.
+type deletionOrder struct {
+	mu       sync.Mutex
+	uid      string
+	gone     map[string]time.Time // kind/name -> deleted
+	children map[string]bool      // kind/name of objects the resource controls
+	stop     []func()
+}
+
+// watchDeletion starts the watches; call it before deleting the resource.
+func (r *run) watchDeletion(ctx context.Context) (*deletionOrder, error) {
+	d := &deletionOrder{uid: string(r.obj.GetUID()), gone: map[string]time.Time{}, children: map[string]bool{}}
+	for _, gvr := range append([]schema.GroupVersionResource{r.gvr}, childResources...) {
+		ri := r.e.Dynamic.Resource(gvr).Namespace(r.ns)
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+		}
+		for i := range list.Items {
+			d.note(&list.Items[i])
+		}
+		w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("watching %s: %w", gvr.Resource, err)
+		}
+		d.stop = append(d.stop, w.Stop)
+		go d.follow(w)
+	}
+	return d, nil
+}
+
+func (d *deletionOrder) note(u *unstructured.Unstructured) {
+	ref := metav1.GetControllerOf(u)
+	if ref != nil && string(ref.UID) == d.uid {
+		d.mu.Lock()
+		d.children[u.GetKind()+"/"+u.GetName()] = true
+		d.mu.Unlock()
+	}
+}
+
+func (d *deletionOrder) follow(w watch.Interface) {
+	for ev := range w.ResultChan() {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		d.note(u)
+		if ev.Type == watch.Deleted {
+			d.mu.Lock()
+			d.gone[u.GetKind()+"/"+u.GetName()] = time.Now()
+			d.mu.Unlock()
+		}
+	}
+}
+
+func (d *deletionOrder) close() {
+	for _, s := range d.stop {
+		s()
+	}
+}
+
+// judge checks that every child went before the resource (key).
+func (d *deletionOrder) judge(key string) report.Check {
+	d.close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := report.Check{Kind: "operator", Name: "children deleted before the resource", Value: "in order", Budget: "every child first"}
+	resGone, ok := d.gone[key]
+	if !ok {
+		c.Value, c.Violation = "not seen", "the resource's deletion was not seen by the watch"
+		return c
+	}
+	var late []string
+	for _, child := range slices.Sorted(maps.Keys(d.children)) {
+		at, gone := d.gone[child]
+		switch {
+		case !gone:
+			late = append(late, child+" still there")
+		case at.After(resGone):
+			late = append(late, fmt.Sprintf("%s outlived it by %s", child, at.Sub(resGone).Round(time.Millisecond)))
+		}
+	}
+	if len(late) > 0 {
+		c.Value = strings.Join(late, "; ")
+		c.Violation = "the resource went before its children (its finalizer was released before the cleanup it guards): " + c.Value
+	}
+	return c
+}

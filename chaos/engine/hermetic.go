@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
+)
+
+// EnvtestOptions run the set on envtest (a real kube-apiserver and etcd,
+// no nodes) with the operator as a process behind the API proxy.
+type EnvtestOptions struct {
+	// Assets is the folder with kube-apiserver and etcd.
+	Assets string
+}
+
+// hermetic is what runs in place of a cluster's nodes on envtest: the
+// operator's process, the proxy in front of it, and the simulators that
+// play the controllers and kubelets envtest lacks.
+type hermetic struct {
+	env     *framework.Envtest
+	proxy   *apiproxy.Proxy
+	op      *process
+	metrics string // the operator's metrics URL
+	logPath string
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// setupEnvtest starts envtest, applies the operator's manifests but its
+// Deployment, starts the proxy and the operator's process with its
+// ServiceAccount's token, and the simulators.
+func (e *Engine) setupEnvtest(ctx context.Context) error {
+	pr := e.operator.Process
+	if pr == nil {
+		return fmt.Errorf("%s has no spec.process: --envtest runs the operator as a process on the host, and the Operator file must say how to start it", e.o.Set.OperatorFile)
+	}
+	start := time.Now()
+	env, err := framework.StartEnvtest(framework.EnvtestOptions{Scheme: e.scheme, BinaryAssetsDirectory: e.o.Envtest.Assets})
+	if err != nil {
+		return err
+	}
+	h := &hermetic{env: env}
+	e.hermetic = h
+	e.Config = env.Config
+	e.logf("envtest API server up in %s", time.Since(start).Round(time.Millisecond))
+	objs, err := e.renderOperator()
+	if err != nil {
+		return err
+	}
+	kept, sa, err := e.forEnvtest(objs)
+	if err != nil {
+		return err
+	}
+	d, err := cluster.Deploy(ctx, e.Config, kept, cluster.DeployOptions{})
+	if err != nil {
+		return err
+	}
+	e.logf("applied %d operator objects (its Deployment runs as a process instead)", len(d.Applied))
+	simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.stop, h.stopped = cancel, make(chan struct{})
+	go e.simulate(simCtx)
+
+	if h.proxy, err = apiproxy.Start(e.Config, 0); err != nil {
+		return err
+	}
+	token, err := e.serviceAccountToken(ctx, sa)
+	if err != nil {
+		return err
+	}
+	return e.startProcess(ctx, pr, token, sa)
+}
+
+// forEnvtest keeps the objects envtest can serve: the operator's own
+// Deployment becomes the process (its ServiceAccount is returned), and
+// admission webhooks are dropped, since no Service reaches the process's
+// webhook server; a CRD's conversion webhook becomes None for the same
+// reason. Each drop is logged.
+func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, client.ObjectKey, error) {
+	sel := labels.SelectorFromSet(e.operator.Selector)
+	var kept []*unstructured.Unstructured
+	sa := client.ObjectKey{}
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Deployment":
+			tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+			if u.GetNamespace() == e.operator.Namespace && sel.Matches(labels.Set(tmpl)) {
+				name, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "serviceAccountName")
+				if name == "" {
+					name = "default"
+				}
+				sa = client.ObjectKey{Namespace: u.GetNamespace(), Name: name}
+				continue
+			}
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			e.logf("envtest: leaving out %s %s (no Service reaches the process's webhook server; admission is the integration tier's)", u.GetKind(), u.GetName())
+			continue
+		case "CustomResourceDefinition":
+			if s, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); s == "Webhook" {
+				_ = unstructured.SetNestedField(u.Object, "None", "spec", "conversion", "strategy")
+				unstructured.RemoveNestedField(u.Object, "spec", "conversion", "webhook")
+				e.logf("envtest: CRD %s converts with None instead of its webhook", u.GetName())
+			}
+		}
+		if strings.HasPrefix(u.GetAPIVersion(), "cert-manager.io/") || strings.HasPrefix(u.GetAPIVersion(), "monitoring.coreos.com/") {
+			e.logf("envtest: leaving out %s %s (%s is not served here)", u.GetKind(), u.GetName(), u.GetAPIVersion())
+			continue
+		}
+		kept = append(kept, u)
+	}
+	if sa.Name == "" {
+		return nil, sa, fmt.Errorf("no Deployment in namespace %s of the operator's manifests has pods labelled %s: spec.namespace and spec.selector name the operator's pods", e.operator.Namespace, sel)
+	}
+	return kept, sa, nil
+}
+
+// serviceAccountToken asks the API server for a token of the operator's
+// ServiceAccount: the process gets exactly the permissions its manifests
+// grant its pods.
+func (e *Engine) serviceAccountToken(ctx context.Context, sa client.ObjectKey) (string, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return "", err
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Get(ctx, sa.Name, metav1.GetOptions{}); err != nil {
+		return "", fmt.Errorf("the operator's ServiceAccount %s (its Deployment's serviceAccountName): %w", sa, err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token for %s: %w", sa, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// startProcess writes a kubeconfig that reaches the API server through
+// the proxy with the token, builds the operator when asked, and starts it.
+func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token string, sa client.ObjectKey) error {
+	h := e.hermetic
+	dir, err := filepath.Abs(filepath.Dir(e.o.Set.OperatorFile))
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "gauntlet-operator-")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: h.proxy.URL(), CertificateAuthorityData: h.proxy.CAData()}
+	cfg.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["operator"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "operator", Namespace: sa.Namespace}
+	cfg.CurrentContext = "operator"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		return err
+	}
+	metrics, probe := freeAddress(), freeAddress()
+	if metrics == "" || probe == "" {
+		return errors.New("no free loopback port for the operator's endpoints")
+	}
+	vars := e.opVars
+	vars.Overrides = withDefaults(vars.Overrides, map[string]string{scenario.VarMetricsAddress: metrics, scenario.VarProbeAddress: probe,
+		scenario.VarProcessBinary: filepath.Join(work, "operator")})
+	if len(pr.Build) > 0 {
+		if err := e.build(ctx, pr.Build, dir, vars); err != nil {
+			return err
+		}
+	}
+	h.logPath = filepath.Join(work, "operator.log")
+	logs, err := os.Create(h.logPath)
+	if err != nil {
+		return err
+	}
+	args := make([]string, len(pr.Command))
+	for i, a := range pr.Command {
+		args[i] = vars.Expand(a)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+sa.Namespace, "POD_NAME="+sa.Name+"-process")
+	for k, v := range pr.Env {
+		env = append(env, k+"="+vars.Expand(v))
+	}
+	h.op = &process{name: resolveProgram(args[0], dir), args: args[1:], env: env, dir: work, logs: logs, logf: e.logf}
+	if e.operator.Metrics != nil {
+		path := e.operator.Metrics.Path
+		if path == "" {
+			path = "/metrics"
+		}
+		h.metrics = "http://" + metrics + path
+	}
+	if err := h.op.start(); err != nil {
+		return err
+	}
+	e.logf("operator process %d started (%s, log %s); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
+	if err := h.op.running(ctx, 3*time.Second); err != nil {
+		return fmt.Errorf("%w: %s", err, tail(h.logPath, 20))
+	}
+	return nil
+}
+
+// simulate plays, every 200ms, the StatefulSet and Deployment controllers
+// with their kubelets (pods made and marked ready), and the garbage
+// collector, which envtest does not run.
+func (e *Engine) simulate(ctx context.Context) {
+	defer close(e.hermetic.stopped)
+	c := e.hermetic.env.Client
+	sts := &framework.StatefulSetSimulator{Client: c}
+	deploys := &framework.DeploymentSimulator{Client: c}
+	gc := &framework.GarbageCollector{Client: c, Kinds: []client.ObjectList{
+		&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
+		&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &policyv1.PodDisruptionBudgetList{}, &batchv1.CronJobList{}, &batchv1.JobList{},
+		&corev1.ServiceAccountList{},
+	}}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step} {
+			if _, err := step(ctx); err != nil && ctx.Err() == nil {
+				e.logf("envtest simulator: %v", err)
+			}
+		}
+	}
+}
+
+func (h *hermetic) teardown() error {
+	if h.op != nil {
+		h.op.stop(10 * time.Second)
+	}
+	if h.stop != nil {
+		h.stop()
+		<-h.stopped
+	}
+	if h.proxy != nil {
+		_ = h.proxy.Close()
+	}
+	return h.env.Stop()
+}
+
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func withDefaults(m, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range more {
+		out[k] = v
+	}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// tail is the last n lines of a file, for an error message.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "last lines of " + path + ":\n" + strings.Join(lines, "\n")
+}
+
+// build runs the Operator file's build command in its folder.
+func (e *Engine) build(ctx context.Context, argv []string, dir string, vars Vars) error {
+	start := time.Now()
+	args := make([]string, len(argv))
+	for i, a := range argv {
+		args[i] = vars.Expand(a)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building the operator (%s in %s): %w\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	e.logf("built the operator (%s) in %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// copyLog puts the operator process's log and every request the proxy
+// saw in a failed scenario's bundle.
+func (h *hermetic) copyLog(dir string) error {
+	b, err := os.ReadFile(h.logPath)
+	if err != nil {
+		return err
+	}
+	var reqs strings.Builder
+	for _, r := range h.proxy.Requests() {
+		fmt.Fprintf(&reqs, "%s %3d %-10s %s%s\n", r.At.Format("15:04:05.000"), r.Status, r.Took.Round(time.Microsecond), r.Info, injectedNote(r.Injected))
+	}
+	return errors.Join(os.WriteFile(filepath.Join(dir, "operator-process.log"), b, 0o644),
+		os.WriteFile(filepath.Join(dir, "proxy-requests.txt"), []byte(reqs.String()), 0o644))
+}
+
+func injectedNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " [" + s + "]"
+}

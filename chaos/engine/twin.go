@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+// childResources are the kinds an operator's children are looked for in,
+// in the resource's namespace.
+var childResources = []schema.GroupVersionResource{
+	{Group: "apps", Version: "v1", Resource: "statefulsets"},
+	{Group: "apps", Version: "v1", Resource: "deployments"},
+	{Version: "v1", Resource: "services"},
+	{Version: "v1", Resource: "configmaps"},
+	{Version: "v1", Resource: "secrets"},
+	{Version: "v1", Resource: "serviceaccounts"},
+	{Version: "v1", Resource: "persistentvolumeclaims"},
+	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+	{Group: "batch", Version: "v1", Resource: "cronjobs"},
+	{Group: "batch", Version: "v1", Resource: "jobs"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// harnessObjects are made by Kubernetes itself in every namespace.
+var harnessObjects = []string{"ConfigMap/kube-root-ca.crt", "ServiceAccount/default"}
+
+// endState is what a run left once it converged, in a form two runs in
+// different namespaces can be compared by: the resource's status without
+// timestamps, and its namespace's children (desired state only).
+type endState struct {
+	Status   map[string]any            `json:"status"`
+	Children map[string]map[string]any `json:"children"`
+	// Writes is how many writes the operator made through the proxy
+	// during the run.
+	Writes int `json:"writes"`
+}
+
+// captureEnd reads the run's end state.
+func (r *run) captureEnd(ctx context.Context) (*endState, error) {
+	u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	st := &endState{Children: map[string]map[string]any{}}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	norm := strings.NewReplacer(r.ns, "<namespace>", string(u.GetUID()), "<uid>")
+	st.Status = normalizeValue(stripStatus(status), norm).(map[string]any)
+	for _, gvr := range childResources {
+		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+		}
+		for i := range list.Items {
+			c := &list.Items[i]
+			key := c.GetKind() + "/" + c.GetName()
+			if c.GetKind() == "" {
+				key = gvr.Resource + "/" + c.GetName()
+			}
+			if slices.Contains(harnessObjects, key) {
+				continue
+			}
+			st.Children[key] = normalizeValue(desired(c), norm).(map[string]any)
+		}
+	}
+	return st, nil
+}
+
+// stripStatus drops what differs between two equal runs: timestamps and
+// conditions' messages (which quote them); conditions keep type, status
+// and reason.
+func stripStatus(v map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, val := range v {
+		if strings.Contains(strings.ToLower(k), "time") {
+			continue
+		}
+		if k == "conditions" {
+			if list, ok := val.([]any); ok {
+				var conds []any
+				for _, c := range list {
+					if m, ok := c.(map[string]any); ok {
+						conds = append(conds, map[string]any{"type": m["type"], "status": m["status"], "reason": m["reason"]})
+					}
+				}
+				out[k] = conds
+				continue
+			}
+		}
+		if m, ok := val.(map[string]any); ok {
+			out[k] = stripStatus(m)
+			continue
+		}
+		out[k] = val
+	}
+	return out
+}
+
+// desired is a child's desired state: labels, annotations, owners, spec
+// and data, without what the API server or a random source fills in
+// (clusterIPs, bound volume names, Secret values, which may be generated).
+func desired(u *unstructured.Unstructured) map[string]any {
+	out := map[string]any{"labels": u.GetLabels(), "annotations": u.GetAnnotations()}
+	var owners []string
+	for _, o := range u.GetOwnerReferences() {
+		ctl := ""
+		if o.Controller != nil && *o.Controller {
+			ctl = " (controller)"
+		}
+		owners = append(owners, o.Kind+"/"+o.Name+ctl)
+	}
+	out["owners"] = owners
+	if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
+		for _, f := range []string{"clusterIP", "clusterIPs", "volumeName"} {
+			delete(spec, f)
+		}
+		out["spec"] = spec
+	}
+	if data, ok, _ := unstructured.NestedMap(u.Object, "data"); ok {
+		if u.GetKind() == "Secret" {
+			out["dataKeys"] = slices.Sorted(maps.Keys(data))
+		} else {
+			out["data"] = data
+		}
+	}
+	return out
+}
+
+// normalizeValue writes the run's namespace as <namespace> and the
+// resource's UID as <uid> in every string, so that two runs compare.
+func normalizeValue(v any, ns *strings.Replacer) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			out[k] = normalizeValue(val, ns)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			out[k] = ns.Replace(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			out[i] = normalizeValue(val, ns)
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i, val := range t {
+			out[i] = ns.Replace(val)
+		}
+		return out
+	case string:
+		return ns.Replace(t)
+	}
+	return v
+}
+
+// compareTwin judges the faulted run against its fault-free twin: the
+// resource's status, its children (missing, leaked, different) and the
+// number of writes. Each difference is a check that fails.
+func compareTwin(twin, faulted *endState) ([]report.Check, *report.TwinDiff) {
+	diff := &report.TwinDiff{TwinWrites: twin.Writes, FaultedWrites: faulted.Writes}
+	diff.Differences = append(diff.Differences, diffValues("status", twin.Status, faulted.Status)...)
+	for _, k := range slices.Sorted(maps.Keys(twin.Children)) {
+		if _, ok := faulted.Children[k]; !ok {
+			diff.Differences = append(diff.Differences, report.Difference{Path: k, Twin: "present", Faulted: "missing"})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(faulted.Children)) {
+		tc, ok := twin.Children[k]
+		if !ok {
+			diff.Differences = append(diff.Differences, report.Difference{Path: k, Twin: "absent", Faulted: "present (leaked)"})
+			continue
+		}
+		diff.Differences = append(diff.Differences, diffValues(k, tc, faulted.Children[k])...)
+	}
+	state := report.Check{Kind: "twin", Name: "end state equals the fault-free twin's", Value: "equal", Budget: "equal"}
+	if n := len(diff.Differences); n > 0 {
+		state.Value = fmt.Sprintf("%d differences", n)
+		first := diff.Differences[0]
+		state.Violation = fmt.Sprintf("the end state differs from the fault-free twin's in %d places, first %s: %s in the twin, %s after the fault", n, first.Path, first.Twin, first.Faulted)
+	}
+	// Faults cost retries; a run that writes far more than its twin is
+	// fighting itself.
+	limit := 3*twin.Writes + 50
+	writes := report.Check{Kind: "twin", Name: "operator writes against the twin's", Value: fmt.Sprintf("%d (twin %d)", faulted.Writes, twin.Writes), Budget: fmt.Sprintf("≤ %d (3× the twin's + 50)", limit)}
+	if faulted.Writes > limit {
+		writes.Violation = fmt.Sprintf("the operator made %d writes, against %d in the fault-free twin", faulted.Writes, twin.Writes)
+	}
+	return []report.Check{state, writes}, diff
+}
+
+// diffValues lists where two JSON-like values differ, by path.
+func diffValues(path string, a, b any) []report.Difference {
+	if reflect.DeepEqual(a, b) {
+		return nil
+	}
+	if al, ok := a.([]any); ok {
+		if bl, ok := b.([]any); ok && len(al) == len(bl) {
+			var out []report.Difference
+			for i := range al {
+				out = append(out, diffValues(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i])...)
+			}
+			return out
+		}
+	}
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		return []report.Difference{{Path: path, Twin: show(a), Faulted: show(b)}}
+	}
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	var out []report.Difference
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		out = append(out, diffValues(path+"."+k, am[k], bm[k])...)
+	}
+	return out
+}
+
+func show(v any) string {
+	if v == nil {
+		return "absent"
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	s := strings.TrimSpace(buf.String())
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// leftAfterDeletion checks, once the resource is gone, that its namespace
+// holds none of the objects an operator makes (Pods and claims aside: the
+// StatefulSet's retention policy decides those): what is left leaked.
+// Garbage collection gets 30s to remove children with owner references.
+func (r *run) leftAfterDeletion(ctx context.Context) {
+	var left []string
+	err := framework.PollFor(ctx, "the resource's children to be collected", 30*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
+		left = nil
+		for _, gvr := range childResources {
+			if gvr.Resource == "persistentvolumeclaims" {
+				continue
+			}
+			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, c := range list.Items {
+				key := c.GetKind() + "/" + c.GetName()
+				if !slices.Contains(harnessObjects, key) {
+					left = append(left, key+ownersOf(&c))
+				}
+			}
+		}
+		return len(left) == 0, fmt.Sprint(left), nil
+	})
+	c := report.Check{Kind: "operator", Name: "nothing left once the resource is deleted", Value: "nothing", Budget: "nothing after 30s"}
+	if err != nil {
+		c.Value = strings.Join(left, ", ")
+		c.Violation = "left behind after the resource was deleted (leaked): " + c.Value
+		r.res.Violations = append(r.res.Violations, c.Violation)
+	}
+	r.res.Checks = append(r.res.Checks, c)
+}
+
+func ownersOf(u *unstructured.Unstructured) string {
+	refs := u.GetOwnerReferences()
+	if len(refs) == 0 {
+		return " (no owner reference)"
+	}
+	var owners []string
+	for _, o := range refs {
+		owners = append(owners, o.Kind+"/"+o.Name)
+	}
+	return " (owned by " + strings.Join(owners, ", ") + ")"
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
+)
+
+// viewExperiment makes a view fault: rules armed in the API proxy in front
+// of the operator for the hold (or, for watch-close, streams ended at the
+// injection; for kill-after-write, a kill of the operator right after its
+// Nth matching write).
+func (r *run) viewExperiment(f scenario.Fault) (*Experiment, error) {
+	h := r.e.hermetic
+	if h == nil || h.proxy == nil {
+		return nil, Skip("view faults act through the API proxy in front of the operator, which the harness places on envtest (gauntlet run --envtest); on a cluster the operator's pods are not rewired to it yet")
+	}
+	rule := r.viewRule(f)
+	if r.twin {
+		// The fault-free twin: the same timeline, the proxy untouched.
+		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "APIProxy/none (fault-free twin)",
+			Inject: func(context.Context) error { return nil }, Recover: func(context.Context) error { return nil }}}, nil
+	}
+	kill := &killAfter{}
+	if f.Action == scenario.ActionKillAfterWrite {
+		rule.Then = func(req apiproxy.Request) { kill.fire(r, req) }
+	}
+	var id apiproxy.RuleID
+	return &Experiment{
+		Targets: []Pods{h.target()},
+		Harness: &HarnessFault{
+			Name: r.s.Metadata.Name,
+			Kind: "APIProxy/" + f.Action,
+			Inject: func(context.Context) error {
+				if f.Action == scenario.ActionWatchClose {
+					n := h.proxy.CloseWatches(rule, f.Expire)
+					r.e.logf("%s: closed %d watch streams of the operator (%s)", r.s.Metadata.Name, n, rule.String())
+					return nil
+				}
+				var err error
+				if id, err = h.proxy.Add(rule); err != nil {
+					return err
+				}
+				if f.Restart {
+					// Onto the faulted view: the new process's first
+					// lists and watches go through the armed rule.
+					return h.op.kill()
+				}
+				return nil
+			},
+			Recover: func(context.Context) error {
+				if f.Action == scenario.ActionWatchClose {
+					return nil
+				}
+				h.proxy.Remove(id)
+				return kill.check(f.After)
+			},
+		},
+	}, nil
+}
+
+// viewRule is the proxy rule of a view fault: its request match, with the
+// namespace defaulting to the scenario's, and its action.
+func (r *run) viewRule(f scenario.Fault) apiproxy.Rule {
+	var m scenario.RequestMatch
+	if f.Requests != nil {
+		m = *f.Requests
+	}
+	ns := m.Namespace
+	switch ns {
+	case "":
+		ns = r.ns
+	case "*":
+		ns = ""
+	}
+	rule := apiproxy.Rule{Verb: m.Verb, Resource: m.Resource, Subresource: m.Subresource, Namespace: ns, Name: m.Name,
+		Labels: m.Labels, Count: m.Count, Probability: m.Probability}
+	switch f.Action {
+	case scenario.ActionAPIError:
+		rule.Status, rule.RetryAfter = f.Status, f.RetryAfter.Duration
+	case scenario.ActionAPIReset:
+		rule.Reset = true
+	case scenario.ActionAPITimeout:
+		rule.Timeout = true
+	case scenario.ActionAPILatency:
+		rule.Delay = f.Latency.Duration
+	case scenario.ActionKillAfterWrite:
+		rule.After = f.After
+	case scenario.ActionStaleView:
+		rule.Stale, rule.Lag = true, f.Lag.Duration
+		if f.StaleFrom == scenario.StaleFromCreated {
+			rule.AtResourceVersion = r.createdRV
+		}
+	case scenario.ActionWatchDelay:
+		rule.Events, rule.Delay = apiproxy.EventsDelay, f.Latency.Duration
+	case scenario.ActionWatchDrop:
+		rule.Events = apiproxy.EventsDrop
+	case scenario.ActionWatchCoalesce:
+		rule.Events = apiproxy.EventsCoalesce
+	}
+	if rule.Events != "" || f.Action == scenario.ActionWatchClose {
+		rule.Verb = "watch"
+	}
+	return rule
+}
+
+// killAfter kills the operator once, from the proxy's after-write hook.
+type killAfter struct {
+	mu    sync.Mutex
+	fired bool
+	err   error
+}
+
+func (k *killAfter) fire(r *run, req apiproxy.Request) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.fired = true
+	start := time.Now()
+	k.err = r.e.hermetic.op.kill()
+	r.e.logf("%s: killed the operator right after its write %s (in %s)", r.s.Metadata.Name, req.Info, time.Since(start).Round(time.Millisecond))
+}
+
+// check says whether the kill happened: a scenario whose fault never
+// fired proves nothing.
+func (k *killAfter) check(after int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.err != nil {
+		return k.err
+	}
+	if after > 0 && !k.fired {
+		return fmt.Errorf("the operator made fewer than %d matching writes during the hold: the kill never happened (widen the match or lengthen the hold)", after)
+	}
+	return nil
+}
+
+// target is what a view fault hits: the operator's process.
+func (h *hermetic) target() Pods {
+	return Pods{Namespace: "host", Names: []string{fmt.Sprintf("operator-process-%d", h.op.pid())}}
+}
