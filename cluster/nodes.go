@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -345,4 +346,25 @@ func (c *Cluster) NodeCommand(ctx context.Context, node string, args ...string) 
 		return fmt.Errorf("on node %s, %v: %w: %s", node, args, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// HostAddress is the address at which this machine is reachable from the
+// cluster's nodes and pods: the gateway of the Docker network kind puts
+// its nodes on. A process here listening on it (the API proxy) serves
+// pods through their node's default route.
+func (c *Cluster) HostAddress(ctx context.Context) (net.IP, error) {
+	if c.Existing {
+		return nil, fmt.Errorf("cluster %s was not made here: its pods' route to this machine is unknown", c.Name)
+	}
+	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "kind",
+		"--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("docker network inspect kind: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if ip := net.ParseIP(f); ip != nil && ip.To4() != nil {
+			return ip, nil
+		}
+	}
+	return nil, fmt.Errorf("the kind network has no IPv4 gateway (%q)", strings.TrimSpace(string(out)))
 }

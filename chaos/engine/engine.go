@@ -84,6 +84,15 @@ type Engine struct {
 	scheme   *runtime.Scheme
 	// hermetic is set on envtest.
 	hermetic *hermetic
+	// view is the API proxy in front of the operator, set on envtest and
+	// on a kind cluster whose set has view faults; proxyAddr is where the
+	// cluster's pods reach it.
+	view      *viewAccess
+	proxyAddr string
+	// noise is what differed between two fault-free runs (paths with
+	// list indexes written [*]), and calibrated says it was learned.
+	noise      map[string]bool
+	calibrated bool
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the
@@ -131,6 +140,11 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		}
 		images = append(images, o.Chaos.ControllerImage, o.Chaos.DaemonImage)
 		if err := c.LoadImages(ctx, images...); err != nil {
+			return fail(err)
+		}
+	}
+	if hasViewFaults(o.Set) && !c.Existing {
+		if err := e.startClusterProxy(ctx); err != nil {
 			return fail(err)
 		}
 	}
@@ -191,6 +205,9 @@ func (e *Engine) Teardown() error {
 	if e.hermetic != nil {
 		return e.hermetic.teardown()
 	}
+	if e.view != nil {
+		_ = e.view.proxy.Close()
+	}
 	return e.Cluster.Teardown()
 }
 
@@ -230,6 +247,11 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 	}
 	if !argsDone {
 		return errors.New("spec.args needs an image with replaces: the container to append them to")
+	}
+	if e.view != nil {
+		if objs, err = e.rewire(objs); err != nil {
+			return err
+		}
 	}
 	if e.Cluster != nil && e.Cluster.Workers() > 0 {
 		// On a cluster with workers the operator stays on the control

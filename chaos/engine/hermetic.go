@@ -216,6 +216,9 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	if err := h.op.start(); err != nil {
 		return err
 	}
+	e.view = &viewAccess{proxy: h.proxy,
+		kill:   func(context.Context) error { return h.op.kill() },
+		target: func(context.Context) (Pods, error) { return h.target(), nil }}
 	e.logf("operator process %d started (%s, log %s); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
 	if err := h.op.running(ctx, 3*time.Second); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(h.logPath, 20))
@@ -336,4 +339,9 @@ func injectedNote(s string) string {
 		return ""
 	}
 	return " [" + s + "]"
+}
+
+// target is the operator's process, named as a fault's target.
+func (h *hermetic) target() Pods {
+	return Pods{Namespace: "host", Names: []string{fmt.Sprintf("operator-process-%d", h.op.pid())}}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -176,9 +177,10 @@ func normalizeValue(v any, ns *strings.Replacer) any {
 // compareTwin judges the faulted run against its fault-free twin: the
 // resource's status, its children (missing, leaked, different) and the
 // number of writes. Each difference is a check that fails.
-func compareTwin(twin, faulted *endState) ([]report.Check, *report.TwinDiff) {
+func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check, *report.TwinDiff) {
 	diff := &report.TwinDiff{TwinWrites: twin.Writes, FaultedWrites: faulted.Writes}
 	diff.Differences = append(diff.Differences, diffValues("status", twin.Status, faulted.Status)...)
+
 	for _, k := range slices.Sorted(maps.Keys(twin.Children)) {
 		if _, ok := faulted.Children[k]; !ok {
 			diff.Differences = append(diff.Differences, report.Difference{Path: k, Twin: "present", Faulted: "missing"})
@@ -192,6 +194,15 @@ func compareTwin(twin, faulted *endState) ([]report.Check, *report.TwinDiff) {
 		}
 		diff.Differences = append(diff.Differences, diffValues(k, tc, faulted.Children[k])...)
 	}
+	kept := diff.Differences[:0]
+	for _, d := range diff.Differences {
+		if noise[generalize(d.Path)] {
+			diff.Ignored = append(diff.Ignored, d.Path)
+			continue
+		}
+		kept = append(kept, d)
+	}
+	diff.Differences = kept
 	state := report.Check{Kind: "twin", Name: "end state equals the fault-free twin's", Value: "equal", Budget: "equal"}
 	if n := len(diff.Differences); n > 0 {
 		state.Value = fmt.Sprintf("%d differences", n)
@@ -303,3 +314,33 @@ func ownersOf(u *unstructured.Unstructured) string {
 	}
 	return " (owned by " + strings.Join(owners, ", ") + ")"
 }
+
+// learnNoise adds what differs between two fault-free end states to the
+// engine's noise.
+func (e *Engine) learnNoise(a, b *endState) {
+	if e.noise == nil {
+		e.noise = map[string]bool{}
+	}
+	diffs := diffValues("status", a.Status, b.Status)
+	for k, ac := range a.Children {
+		diffs = append(diffs, diffValues(k, ac, b.Children[k])...)
+	}
+	var learned []string
+	for _, d := range diffs {
+		g := generalize(d.Path)
+		if !e.noise[g] {
+			e.noise[g] = true
+			learned = append(learned, g)
+		}
+	}
+	if len(learned) > 0 {
+		slices.Sort(learned)
+		e.logf("differs between two fault-free runs, so never a finding: %s", strings.Join(learned, ", "))
+	}
+}
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// generalize writes a path's list indexes as [*]: a member's ID differs
+// between runs whichever member it is.
+func generalize(path string) string { return listIndex.ReplaceAllString(path, "[*]") }

@@ -15,15 +15,19 @@ import (
 // injection; for kill-after-write, a kill of the operator right after its
 // Nth matching write).
 func (r *run) viewExperiment(f scenario.Fault) (*Experiment, error) {
-	h := r.e.hermetic
-	if h == nil || h.proxy == nil {
-		return nil, Skip("view faults act through the API proxy in front of the operator, which the harness places on envtest (gauntlet run --envtest); on a cluster the operator's pods are not rewired to it yet")
+	h := r.e.view
+	if h == nil {
+		return nil, Skip("view faults act through the API proxy the harness puts in front of the operator: on envtest (gauntlet run --envtest) or on a kind cluster it created, not on an existing cluster")
+	}
+	target, err := h.target(context.Background())
+	if err != nil {
+		return nil, err
 	}
 	rule := r.viewRule(f)
 	if r.twin {
 		// The fault-free twin: the same timeline, the proxy untouched.
-		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "APIProxy/none (fault-free twin)",
-			Inject: func(context.Context) error { return nil }, Recover: func(context.Context) error { return nil }}}, nil
+		return &Experiment{Targets: []Pods{target}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "APIProxy/none (fault-free twin)",
+			Inject: func(ctx context.Context) error { return nil }, Recover: func(context.Context) error { return nil }}}, nil
 	}
 	kill := &killAfter{}
 	if f.Action == scenario.ActionKillAfterWrite {
@@ -31,11 +35,11 @@ func (r *run) viewExperiment(f scenario.Fault) (*Experiment, error) {
 	}
 	var id apiproxy.RuleID
 	return &Experiment{
-		Targets: []Pods{h.target()},
+		Targets: []Pods{target},
 		Harness: &HarnessFault{
 			Name: r.s.Metadata.Name,
 			Kind: "APIProxy/" + f.Action,
-			Inject: func(context.Context) error {
+			Inject: func(ctx context.Context) error {
 				if f.Action == scenario.ActionWatchClose {
 					n := h.proxy.CloseWatches(rule, f.Expire)
 					r.e.logf("%s: closed %d watch streams of the operator (%s)", r.s.Metadata.Name, n, rule.String())
@@ -48,7 +52,7 @@ func (r *run) viewExperiment(f scenario.Fault) (*Experiment, error) {
 				if f.Restart {
 					// Onto the faulted view: the new process's first
 					// lists and watches go through the armed rule.
-					return h.op.kill()
+					return h.kill(ctx)
 				}
 				return nil
 			},
@@ -120,7 +124,7 @@ func (k *killAfter) fire(r *run, req apiproxy.Request) {
 	defer k.mu.Unlock()
 	k.fired = true
 	start := time.Now()
-	k.err = r.e.hermetic.op.kill()
+	k.err = r.e.view.kill(context.Background())
 	r.e.logf("%s: killed the operator right after its write %s (in %s)", r.s.Metadata.Name, req.Info, time.Since(start).Round(time.Millisecond))
 }
 
@@ -138,7 +142,10 @@ func (k *killAfter) check(after int) error {
 	return nil
 }
 
-// target is what a view fault hits: the operator's process.
-func (h *hermetic) target() Pods {
-	return Pods{Namespace: "host", Names: []string{fmt.Sprintf("operator-process-%d", h.op.pid())}}
+// viewAccess is the API proxy in front of the operator, and how to kill
+// the operator and name it as a fault's target.
+type viewAccess struct {
+	proxy  *apiproxy.Proxy
+	kill   func(ctx context.Context) error
+	target func(ctx context.Context) (Pods, error)
 }

@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -33,10 +34,16 @@ func TestBrowserRecordedRun(t *testing.T) {
 			g := NewWithT(t)
 			rep, err := report.ReadReport(f)
 			g.Expect(err).NotTo(HaveOccurred())
-			ran := 0
+			ran, twins, injected := 0, 0, 0
 			for _, r := range rep.Results {
 				if r.Verdict() != report.Skipped {
 					ran++
+				}
+				if r.Twin != nil && len(r.Twin.Differences) > 0 {
+					twins++
+				}
+				if len(r.Injections) > 0 {
+					injected++
 				}
 			}
 			g.Expect(ran).To(BeNumerically(">", 0))
@@ -48,9 +55,14 @@ func TestBrowserRecordedRun(t *testing.T) {
 			if artifacts == "" {
 				artifacts = "../../artifacts"
 			}
+			// The first recorded run's screenshot is the README's; the
+			// others get their own.
 			shot := filepath.Join(artifacts, "report-screenshot.png")
+			if name := strings.TrimSuffix(filepath.Base(f), ".json"); !strings.HasPrefix(name, "kind-seed-2026") {
+				shot = filepath.Join(artifacts, "report-screenshot-"+name+".png")
+			}
 			res, err := browser.Check(t.Context(), page, browser.Options{Exec: exe, Width: 1400, Height: 1600, Screenshot: shot,
-				Count: []string{"section.scenario .plot svg", "#summary tbody tr", "table.checks", "#tally span"}})
+				Count: []string{"section.scenario .plot svg", "#summary tbody tr", "table.checks", "#tally span", "table.twin", "details.injections"}})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.ConsoleErrors).To(BeEmpty())
 			g.Expect(res.Requests).To(BeEmpty(), "the report is self-contained")
@@ -60,6 +72,8 @@ func TestBrowserRecordedRun(t *testing.T) {
 				"#summary tbody tr":          len(rep.Results),
 				"table.checks":               ran,
 				"#tally span":                3,
+				"table.twin":                 twins,
+				"details.injections":         injected,
 			}))
 			g.Expect(shot).To(BeAnExistingFile())
 			t.Logf("screenshot: %s", shot)

@@ -26,8 +26,9 @@ const FileName = "report.html"
 var pageTemplate string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dur":  report.FormatDuration,
-	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"dur":   report.FormatDuration,
+	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(pageTemplate))
 
 // view is what the template reads.

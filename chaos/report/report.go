@@ -268,6 +268,9 @@ type TwinDiff struct {
 	FaultedWrites int `json:"faultedWrites"`
 	// Differences between the end states, path by path.
 	Differences []Difference `json:"differences,omitempty"`
+	// Ignored are paths that differed too but also differ between two
+	// fault-free runs (noise, such as generated IDs).
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // Difference is one path whose value differs between the twin and the

@@ -57,10 +57,26 @@ type Proxy struct {
 	rng      *rand.Rand
 }
 
+// Options place the proxy where clients on other machines (pods of a
+// kind cluster) reach it.
+type Options struct {
+	// Listen is the address to listen on (default 127.0.0.1:0, a free
+	// loopback port).
+	Listen string
+	// IPs are further addresses clients reach the proxy at; its serving
+	// certificate names them.
+	IPs []net.IP
+}
+
 // Start listens on a free loopback port and forwards to the API server
 // upstream names (its host and CA only; its credentials are not used).
 // seed drives every probabilistic rule, so a run replays.
 func Start(upstream *rest.Config, seed uint64) (*Proxy, error) {
+	return StartWith(upstream, seed, Options{})
+}
+
+// StartWith is Start with the listening address and certificate names of o.
+func StartWith(upstream *rest.Config, seed uint64, o Options) (*Proxy, error) {
 	u, err := url.Parse(upstream.Host)
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: upstream host %q: %w", upstream.Host, err)
@@ -69,11 +85,15 @@ func Start(upstream *rest.Config, seed uint64) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, caPEM, err := servingCert()
+	cert, caPEM, err := servingCert(o.IPs)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := o.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listening: %w", err)
 	}
@@ -92,6 +112,17 @@ func Start(upstream *rest.Config, seed uint64) (*Proxy, error) {
 	}
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	return p, nil
+}
+
+// Port is the port the proxy listens on.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// Reseed restarts the random source of probabilistic rules from seed, so
+// that a scenario's draws do not depend on what ran before it.
+func (p *Proxy) Reseed(seed uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rng = rand.New(rand.NewPCG(seed, seed^0x5eed))
 }
 
 func newProxy(seed uint64) *Proxy {

@@ -3,17 +3,18 @@ package apiproxy
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 )
 
-// servingCert makes a certificate for 127.0.0.1 signed by a CA of its own
-// (client-go's helper), for this proxy's lifetime; it returns the
+// servingCert makes a certificate for 127.0.0.1 and ips signed by a CA of
+// its own (client-go's helper), for this proxy's lifetime; it returns the
 // certificate and the PEM a client trusts (the certificate and its CA).
-func servingCert() (tls.Certificate, []byte, error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", nil, []string{"localhost"})
+func servingCert(ips []net.IP) (tls.Certificate, []byte, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", ips, []string{"localhost"})
 	if err != nil {
 		return tls.Certificate{}, nil, fmt.Errorf("apiproxy: serving certificate: %w", err)
 	}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
+)
+
+// proxyCAConfigMap holds the proxy's CA in the operator's namespace.
+const proxyCAConfigMap = "gauntlet-api-proxy-ca"
+
+// serviceAccountDir is where client-go's in-cluster configuration reads
+// the token, the CA and the namespace.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// hasViewFaults says whether any scenario of the set makes a view fault.
+func hasViewFaults(set *scenario.Set) bool {
+	return slices.ContainsFunc(set.Scenarios, func(s *scenario.Scenario) bool { return scenario.IsViewAction(s.Spec.Fault.Action) })
+}
+
+// startClusterProxy starts the API proxy where the kind cluster's pods
+// reach this machine, for a set with view faults.
+func (e *Engine) startClusterProxy(ctx context.Context) error {
+	ip, err := e.Cluster.HostAddress(ctx)
+	if err != nil {
+		return fmt.Errorf("placing the API proxy for the view faults: %w", err)
+	}
+	p, err := apiproxy.StartWith(e.Config, 0, apiproxy.Options{Listen: net.JoinHostPort(ip.String(), "0"), IPs: []net.IP{ip}})
+	if err != nil {
+		return err
+	}
+	e.view = &viewAccess{proxy: p, kill: e.killOperatorPods, target: e.operatorTarget}
+	e.proxyAddr = net.JoinHostPort(ip.String(), strconv.Itoa(p.Port()))
+	e.logf("API proxy for the view faults at https://%s: the operator's pods are rewired to it", e.proxyAddr)
+	return nil
+}
+
+// rewire points the operator's pods at the proxy: their in-cluster client
+// reads the API server's address from KUBERNETES_SERVICE_HOST and _PORT,
+// and its CA, token and namespace from the ServiceAccount folder, which
+// becomes a projected volume of the pod's own token, the proxy's CA and
+// the namespace. The token is the pod's ServiceAccount's, so the proxy
+// forwards with exactly the operator's permissions. It returns the objects
+// with the CA's ConfigMap added.
+func (e *Engine) rewire(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	host, port, err := net.SplitHostPort(e.proxyAddr)
+	if err != nil {
+		return nil, err
+	}
+	sel := labels.SelectorFromSet(e.operator.Selector)
+	n := 0
+	for _, u := range objs {
+		tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+		if u.GetKind() != "Deployment" || u.GetNamespace() != e.operator.Namespace || !sel.Matches(labels.Set(tmpl)) {
+			continue
+		}
+		if err := rewirePodSpec(u, host, port); err != nil {
+			return nil, fmt.Errorf("rewiring %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no Deployment in namespace %s of the operator's manifests has pods labelled %s: spec.namespace and spec.selector name the operator's pods", e.operator.Namespace, sel)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": proxyCAConfigMap, "namespace": e.operator.Namespace},
+		"data":     map[string]any{"ca.crt": string(e.view.proxy.CAData())},
+	}}
+	return append(objs, cm), nil
+}
+
+func rewirePodSpec(u *unstructured.Unstructured, host, port string) error {
+	spec, _, err := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+	if err != nil {
+		return err
+	}
+	spec["automountServiceAccountToken"] = false
+	volumes, _ := spec["volumes"].([]any)
+	spec["volumes"] = append(volumes, map[string]any{
+		"name": "gauntlet-api-proxy",
+		"projected": map[string]any{"sources": []any{
+			map[string]any{"serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": int64(3607)}},
+			map[string]any{"configMap": map[string]any{"name": proxyCAConfigMap, "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
+			map[string]any{"downwardAPI": map[string]any{"items": []any{map[string]any{"path": "namespace", "fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}}}},
+		}},
+	})
+	containers, _ := spec["containers"].([]any)
+	for _, c := range containers {
+		cm, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		env, _ := cm["env"].([]any)
+		cm["env"] = append(env,
+			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": host},
+			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": port})
+		mounts, _ := cm["volumeMounts"].([]any)
+		cm["volumeMounts"] = append(mounts, map[string]any{"name": "gauntlet-api-proxy", "mountPath": serviceAccountDir, "readOnly": true})
+	}
+	return unstructured.SetNestedMap(u.Object, spec, "spec", "template", "spec")
+}
+
+// killOperatorPods kills the operator's pods at once (no grace period),
+// as a crash would; their Deployment starts new ones.
+func (e *Engine) killOperatorPods(ctx context.Context) error {
+	pods, err := e.operatorPods(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		return errors.New("no operator pod to kill")
+	}
+	start := time.Now()
+	for i := range pods {
+		if err := e.Client.Delete(ctx, &pods[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	e.logf("killed %d operator pods in %s", len(pods), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// operatorTarget names the operator's pods as a view fault's target.
+func (e *Engine) operatorTarget(ctx context.Context) (Pods, error) {
+	pods, err := e.operatorPods(ctx)
+	if err != nil {
+		return Pods{}, err
+	}
+	t := Pods{Namespace: e.operator.Namespace}
+	for _, p := range pods {
+		t.Names = append(t.Names, p.Name)
+	}
+	return t, nil
+}

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestCompareTwin: a difference is reported path by path, twin beside
+// faulted; a child in one run only is missing or leaked; what also
+// differs between two fault-free runs is ignored, whichever list index.
+func TestCompareTwin(t *testing.T) {
+	g := NewWithT(t)
+	twin := &endState{
+		Status:   map[string]any{"readyReplicas": 5.0, "members": []any{map[string]any{"id": "a1", "name": "db-0"}}},
+		Children: map[string]map[string]any{"StatefulSet/db": {"spec": map[string]any{"replicas": 5.0}}, "Service/db": {}},
+		Writes:   20,
+	}
+	faulted := &endState{
+		Status:   map[string]any{"readyReplicas": 3.0, "members": []any{map[string]any{"id": "b2", "name": "db-0"}}},
+		Children: map[string]map[string]any{"StatefulSet/db": {"spec": map[string]any{"replicas": 3.0}}, "PodDisruptionBudget/db": {}},
+		Writes:   200,
+	}
+	e := &Engine{o: Options{Log: io.Discard}}
+	e.learnNoise(&endState{Status: map[string]any{"members": []any{map[string]any{"id": "x", "name": "db-0"}, map[string]any{"id": "y"}}}},
+		&endState{Status: map[string]any{"members": []any{map[string]any{"id": "z", "name": "db-0"}, map[string]any{"id": "w"}}}})
+	g.Expect(e.noise).To(HaveKey("status.members[*].id"))
+
+	checks, diff := compareTwin(twin, faulted, e.noise)
+	var paths []string
+	for _, d := range diff.Differences {
+		paths = append(paths, d.Path+": "+d.Twin+" | "+d.Faulted)
+	}
+	g.Expect(paths).To(ConsistOf(
+		"status.readyReplicas: 5 | 3",
+		"Service/db: present | missing",
+		"PodDisruptionBudget/db: absent | present (leaked)",
+		"StatefulSet/db.spec.replicas: 5 | 3",
+	))
+	g.Expect(diff.Ignored).To(ConsistOf("status.members[0].id"))
+	g.Expect(checks).To(HaveLen(2))
+	g.Expect(checks[0].Violation).To(HavePrefix("the end state differs from the fault-free twin's in 4 places"))
+	g.Expect(checks[1].Violation).To(Equal("the operator made 200 writes, against 20 in the fault-free twin"))
+
+	same, _ := compareTwin(twin, twin, nil)
+	g.Expect(same[0].OK() && same[1].OK()).To(BeTrue(), "a run equals itself")
+	g.Expect(strings.Contains(show(map[string]any{"a": "<ns>"}), `\u003c`)).To(BeFalse(), "shown as written")
+}
