@@ -14,7 +14,8 @@ import (
 
 // TestBrowserRecordedRun renders the report of a real run (its report.json
 // is checked in under fixtures/reports) and opens it in headless Chromium:
-// one timeline per scenario that ran, the summary and check tables, no
+// a timeline per scenario with a workload, the summary and check tables,
+// the twin comparison and the proxy's actions of a view-fault run, no
 // console error, no request outside the file. The screenshot lands in
 // $ARTIFACTS/report-screenshot.png for a person to look at.
 func TestBrowserRecordedRun(t *testing.T) {
@@ -34,10 +35,13 @@ func TestBrowserRecordedRun(t *testing.T) {
 			g := NewWithT(t)
 			rep, err := report.ReadReport(f)
 			g.Expect(err).NotTo(HaveOccurred())
-			ran, twins, injected := 0, 0, 0
+			ran, plots, twins, injected := 0, 0, 0, 0
 			for _, r := range rep.Results {
 				if r.Verdict() != report.Skipped {
 					ran++
+				}
+				if r.Series != nil && len(r.Series.Writes) > 0 {
+					plots++ // a timeline is drawn around the workload's series
 				}
 				if r.Twin != nil && len(r.Twin.Differences) > 0 {
 					twins++
@@ -68,7 +72,7 @@ func TestBrowserRecordedRun(t *testing.T) {
 			g.Expect(res.Requests).To(BeEmpty(), "the report is self-contained")
 			g.Expect(res.Title).To(ContainSubstring("Gauntlet chaos run"))
 			g.Expect(res.Counts).To(Equal(map[string]int{
-				"section.scenario .plot svg": ran,
+				"section.scenario .plot svg": plots,
 				"#summary tbody tr":          len(rep.Results),
 				"table.checks":               ran,
 				"#tally span":                3,
