@@ -119,24 +119,32 @@ func (l *list) typed(item json.RawMessage) json.RawMessage {
 	return b
 }
 
+// itemsAt lists collection at rv for the request and marks it as served
+// stale; on an error it has answered the client and returns false.
+func (p *Proxy) itemsAt(w http.ResponseWriter, r *http.Request, x *exchange, collection string, q url.Values, rv string) (*list, bool) {
+	resp, err := p.listAt(r.Context(), r, collection, q, rv)
+	if err != nil {
+		writeStatus(w, http.StatusBadGateway, 0, x.info)
+		return nil, false
+	}
+	l, ok := readList(w, resp)
+	if ok {
+		x.injected = x.rule.desc
+	}
+	return l, ok
+}
+
 // getAt answers a get with the object as it was at rv, or NotFound.
 func (p *Proxy) getAt(w http.ResponseWriter, r *http.Request, x *exchange, rv string) {
 	if x.info.Subresource != "" {
 		p.forward(w, r, x)
 		return
 	}
-	collection := path.Dir(x.info.Path)
 	q := url.Values{"fieldSelector": {"metadata.name=" + x.info.Name}}
-	resp, err := p.listAt(r.Context(), r, collection, q, rv)
-	if err != nil {
-		writeStatus(w, http.StatusBadGateway, 0, x.info)
-		return
-	}
-	l, ok := readList(w, resp)
+	l, ok := p.itemsAt(w, r, x, path.Dir(x.info.Path), q, rv)
 	if !ok {
 		return
 	}
-	x.injected = x.rule.desc
 	if len(l.Items) == 0 {
 		p.inject(x.rule.desc, x.info, "answered NotFound: %s did not exist at resourceVersion %s", x.info.Name, rv)
 		err := apierrors.NewNotFound(schema.GroupResource{Resource: x.info.Resource}, x.info.Name)
@@ -152,16 +160,10 @@ func (p *Proxy) getAt(w http.ResponseWriter, r *http.Request, x *exchange, rv st
 // watchListAt streams rv's items as a watch-list's initial events and
 // its closing bookmark, stalls until the rule is removed, then ends.
 func (p *Proxy) watchListAt(w http.ResponseWriter, r *http.Request, x *exchange, rv string) {
-	resp, err := p.listAt(r.Context(), r, x.info.Path, r.URL.Query(), rv)
-	if err != nil {
-		writeStatus(w, http.StatusBadGateway, 0, x.info)
-		return
-	}
-	l, ok := readList(w, resp)
+	l, ok := p.itemsAt(w, r, x, x.info.Path, r.URL.Query(), rv)
 	if !ok {
 		return
 	}
-	x.injected = x.rule.desc
 	p.inject(x.rule.desc, x.info, "served the watch-list's %d initial events as of resourceVersion %s", len(l.Items), rv)
 	w.Header().Set("Content-Type", "application/json;stream=watch")
 	w.WriteHeader(http.StatusOK)
