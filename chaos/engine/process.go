@@ -24,11 +24,13 @@ type process struct {
 	logs io.Writer
 	logf func(format string, args ...any)
 
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	starts   int
-	stopping bool
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+	// quit is closed by stop: the supervisor starts nothing after it.
+	quit     chan struct{}
+	quitOnce sync.Once
 	done     chan struct{}
 }
 
@@ -42,10 +44,10 @@ func resolveProgram(prog, dir string) string {
 
 // start launches the process and the loop that restarts it.
 func (p *process) start() error {
-	p.done = make(chan struct{})
 	if err := p.launch(); err != nil {
 		return err
 	}
+	p.done, p.quit = make(chan struct{}), make(chan struct{})
 	go p.supervise()
 	return nil
 }
@@ -68,30 +70,35 @@ func (p *process) launch() error {
 	return nil
 }
 
-// supervise starts the process again after each exit until stop.
+// supervise starts the process again after each exit until stop. The
+// back-off waits on quit too, so that a stop during it never meets a
+// process started after it.
 func (p *process) supervise() {
 	defer close(p.done)
-	backoff := 500 * time.Millisecond
+	const backoff, retry = 500 * time.Millisecond, 2 * time.Second
 	for {
 		p.mu.Lock()
 		exited, cmd := p.exited, p.cmd
 		p.mu.Unlock()
-		<-exited
-		p.mu.Lock()
-		stopping := p.stopping
-		p.mu.Unlock()
-		if stopping {
+		select {
+		case <-exited:
+		case <-p.quit:
 			return
 		}
 		p.logf("operator process %d exited (%v); starting it again in %s", cmd.Process.Pid, cmd.ProcessState, backoff)
-		time.Sleep(backoff)
+		wait := backoff
 		for {
+			select {
+			case <-p.quit:
+				return
+			case <-time.After(wait):
+			}
 			err := p.launch()
 			if err == nil {
 				break
 			}
-			p.logf("%v; trying again", err)
-			time.Sleep(2 * time.Second)
+			p.logf("%v; trying again in %s", err, retry)
+			wait = retry
 		}
 	}
 }
@@ -128,15 +135,17 @@ func (p *process) kill() error {
 	}
 }
 
-// stop ends the process for good: SIGTERM, then SIGKILL after grace.
+// stop ends the process for good: the supervisor first, so that it starts
+// nothing more, then SIGTERM, and SIGKILL after grace.
 func (p *process) stop(grace time.Duration) {
+	if p.quit == nil {
+		return // never started
+	}
+	p.quitOnce.Do(func() { close(p.quit) })
+	<-p.done
 	p.mu.Lock()
-	p.stopping = true
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-exited:
@@ -144,7 +153,6 @@ func (p *process) stop(grace time.Duration) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
-	<-p.done
 }
 
 // running waits until the process has been up for d without exiting, so
