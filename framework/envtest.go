@@ -91,7 +91,7 @@ func (e *Envtest) Stop() error { return e.Env.Stop() }
 // webhook server on envtest's host, port and certificates, and a metrics
 // endpoint on a free loopback port, whose URL is returned.
 func (e *Envtest) ManagerOptions() (ctrl.Options, string, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return ctrl.Options{}, "", err
 	}
@@ -161,7 +161,9 @@ func CRDPath(rel string) string {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort is a loopback port free at the time of asking, for a server a
+// test or the harness starts (a manager's metrics endpoint).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -31,7 +31,7 @@ func needs(action string) []Feature {
 // experiment builds the fault on the roles' pods as they are now.
 func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
 	if scenario.IsViewAction(f.Action) {
-		return r.viewExperiment(f)
+		return r.viewExperiment(ctx, f)
 	}
 	if h := r.e.hermetic; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
 		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,14 +101,12 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 // webhook server; a CRD's conversion webhook becomes None for the same
 // reason. Each drop is logged.
 func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, client.ObjectKey, error) {
-	sel := labels.SelectorFromSet(e.operator.Selector)
 	var kept []*unstructured.Unstructured
 	sa := client.ObjectKey{}
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "Deployment":
-			tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-			if u.GetNamespace() == e.operator.Namespace && sel.Matches(labels.Set(tmpl)) {
+			if e.isOperatorWorkload(u) {
 				name, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "serviceAccountName")
 				if name == "" {
 					name = "default"
@@ -134,9 +131,23 @@ func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.
 		kept = append(kept, u)
 	}
 	if sa.Name == "" {
-		return nil, sa, fmt.Errorf("no Deployment in namespace %s of the operator's manifests has pods labelled %s: spec.namespace and spec.selector name the operator's pods", e.operator.Namespace, sel)
+		return nil, sa, e.noOperatorWorkload()
 	}
 	return kept, sa, nil
+}
+
+// isOperatorWorkload says whether an object of the operator's manifests
+// is the Deployment that runs the operator: in spec.namespace, with pods
+// spec.selector matches.
+func (e *Engine) isOperatorWorkload(u *unstructured.Unstructured) bool {
+	tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+	return u.GetKind() == "Deployment" && u.GetNamespace() == e.operator.Namespace &&
+		labels.SelectorFromSet(e.operator.Selector).Matches(labels.Set(tmpl))
+}
+
+func (e *Engine) noOperatorWorkload() error {
+	return fmt.Errorf("no Deployment in namespace %s of the operator's manifests has pods labelled %s: spec.namespace and spec.selector name the operator's pods",
+		e.operator.Namespace, labels.SelectorFromSet(e.operator.Selector))
 }
 
 // serviceAccountToken asks the API server for a token of the operator's
@@ -180,13 +191,17 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		return err
 	}
-	metrics, probe := freeAddress(), freeAddress()
-	if metrics == "" || probe == "" {
-		return errors.New("no free loopback port for the operator's endpoints")
+	metricsPort, err1 := framework.FreePort()
+	probePort, err2 := framework.FreePort()
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("no free loopback port for the operator's endpoints: %w", err)
 	}
+	metrics, probe := fmt.Sprintf("127.0.0.1:%d", metricsPort), fmt.Sprintf("127.0.0.1:%d", probePort)
+	// The engine's variables, under the run's --set overrides.
 	vars := e.opVars
-	vars.Overrides = withDefaults(vars.Overrides, map[string]string{scenario.VarMetricsAddress: metrics, scenario.VarProbeAddress: probe,
-		scenario.VarProcessBinary: filepath.Join(work, "operator")})
+	vars.Overrides = map[string]string{scenario.VarMetricsAddress: metrics, scenario.VarProbeAddress: probe,
+		scenario.VarProcessBinary: filepath.Join(work, "operator")}
+	maps.Copy(vars.Overrides, e.opVars.Overrides)
 	if len(pr.Build) > 0 {
 		if err := e.build(ctx, pr.Build, dir, vars); err != nil {
 			return err
@@ -197,10 +212,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	if err != nil {
 		return err
 	}
-	args := make([]string, len(pr.Command))
-	for i, a := range pr.Command {
-		args[i] = vars.Expand(a)
-	}
+	args := vars.ExpandAll(pr.Command)
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+sa.Namespace, "POD_NAME="+sa.Name+"-process")
 	for k, v := range pr.Env {
 		env = append(env, k+"="+vars.Expand(v))
@@ -269,26 +281,6 @@ func (h *hermetic) teardown() error {
 	return h.env.Stop()
 }
 
-func freeAddress() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-func withDefaults(m, more map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range more {
-		out[k] = v
-	}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // tail is the last n lines of a file, for an error message.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
@@ -305,10 +297,7 @@ func tail(path string, n int) string {
 // build runs the Operator file's build command in its folder.
 func (e *Engine) build(ctx context.Context, argv []string, dir string, vars Vars) error {
 	start := time.Now()
-	args := make([]string, len(argv))
-	for i, a := range argv {
-		args[i] = vars.Expand(a)
-	}
+	args := vars.ExpandAll(argv)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()

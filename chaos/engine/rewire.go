@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -58,11 +57,9 @@ func (e *Engine) rewire(objs []*unstructured.Unstructured) ([]*unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	sel := labels.SelectorFromSet(e.operator.Selector)
 	n := 0
 	for _, u := range objs {
-		tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-		if u.GetKind() != "Deployment" || u.GetNamespace() != e.operator.Namespace || !sel.Matches(labels.Set(tmpl)) {
+		if !e.isOperatorWorkload(u) {
 			continue
 		}
 		if err := rewirePodSpec(u, host, port); err != nil {
@@ -71,7 +68,7 @@ func (e *Engine) rewire(objs []*unstructured.Unstructured) ([]*unstructured.Unst
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("no Deployment in namespace %s of the operator's manifests has pods labelled %s: spec.namespace and spec.selector name the operator's pods", e.operator.Namespace, sel)
+		return nil, e.noOperatorWorkload()
 	}
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",

@@ -92,7 +92,8 @@ type run struct {
 	targets []Pods
 	// twin runs the scenario with its view fault left out.
 	twin bool
-	// started is when the run began, for the proxy's write count.
+	// started is when the run began: the proxy's writes and actions are
+	// counted from then.
 	started time.Time
 	// createdRV is the resource's resourceVersion when it was created.
 	createdRV string
@@ -123,17 +124,13 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	e.logf("%s: the fault-free twin first (seed %d)", s.Metadata.Name, seed)
 	twinRes, twin := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin"), true)
 	if twinRes.Verdict() != report.Passed || twin == nil {
-		twinRes.Took = time.Since(start)
-		twinRes.Errors = append([]string{"the fault-free twin did not pass, so the fault cannot be judged against it"}, twinRes.Errors...)
-		return twinRes
+		return unjudged(twinRes, "the fault-free twin", start)
 	}
 	if e.hermetic == nil || !e.calibrated {
 		e.logf("%s: a second fault-free twin, to learn what differs between runs without a fault", s.Metadata.Name)
 		againRes, again := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin-2"), true)
-		if again == nil {
-			againRes.Took = time.Since(start)
-			againRes.Errors = append([]string{"the second fault-free twin did not pass, so the fault cannot be judged against it"}, againRes.Errors...)
-			return againRes
+		if againRes.Verdict() != report.Passed || again == nil {
+			return unjudged(againRes, "the second fault-free twin", start)
 		}
 		e.learnNoise(twin, again)
 		e.calibrated = true
@@ -150,12 +147,21 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	return res
 }
 
+// unjudged is the result of a scenario whose fault-free twin did not
+// pass (its cleanup's checks included, which run after its end state was
+// read): the fault cannot be judged against it.
+func unjudged(twin *report.Result, which string, start time.Time) *report.Result {
+	twin.Took = time.Since(start)
+	twin.Errors = append([]string{which + " did not pass, so the fault cannot be judged against it"}, twin.Errors...)
+	return twin
+}
+
 // runOnce runs the scenario once (as the fault-free twin when asked) and
 // returns its result and, when it got that far, its end state.
 func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, twin bool) (*report.Result, *endState) {
 	start := time.Now()
 	name := s.Metadata.Name
-	r := &run{e: e, s: s, twin: twin, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
+	r := &run{e: e, s: s, twin: twin, started: start, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
 		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
@@ -169,7 +175,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 		return r.res, nil
 	}
 	defer r.cleanup(ctx)
-	res := r.run(ctx, seed, start)
+	res := r.run(ctx, seed)
 	if res.Verdict() != report.Passed || e.view == nil {
 		return res, nil
 	}
@@ -182,14 +188,13 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 }
 
 // run takes one scenario from its resource's creation to its verdict.
-func (r *run) run(ctx context.Context, seed uint64, start time.Time) *report.Result {
-	e, s, name := r.e, r.s, r.s.Metadata.Name
+func (r *run) run(ctx context.Context, seed uint64) *report.Result {
+	e, s, name, start := r.e, r.s, r.s.Metadata.Name, r.started
 	if v := e.view; v != nil {
 		// Each run draws its probabilities afresh from its seed: a twin
 		// and its faulted run, or a replay of one scenario, draw alike.
 		v.proxy.Reseed(seed)
-		r.started = time.Now()
-		defer r.recordInjections(start)
+		defer r.recordInjections()
 	}
 	if err := r.create(ctx); err != nil {
 		return r.fail("creating the resource: %v", err)
@@ -443,10 +448,11 @@ func (r *run) cleanup(ctx context.Context) {
 	}
 }
 
-// recordInjections copies what the proxy did since start into the result.
-func (r *run) recordInjections(start time.Time) {
+// recordInjections copies what the proxy did during the run into the
+// result.
+func (r *run) recordInjections() {
 	for _, in := range r.e.view.proxy.Injected() {
-		if in.At.Before(start) {
+		if in.At.Before(r.started) {
 			continue
 		}
 		r.res.Injections = append(r.res.Injections, report.Injection{At: in.At, What: in.What, Request: in.Request.String()})

@@ -179,23 +179,8 @@ func normalizeValue(v any, ns *strings.Replacer) any {
 // number of writes. Each difference is a check that fails.
 func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check, *report.TwinDiff) {
 	diff := &report.TwinDiff{TwinWrites: twin.Writes, FaultedWrites: faulted.Writes}
-	diff.Differences = append(diff.Differences, diffValues("status", twin.Status, faulted.Status)...)
-
-	for _, k := range slices.Sorted(maps.Keys(twin.Children)) {
-		if _, ok := faulted.Children[k]; !ok {
-			diff.Differences = append(diff.Differences, report.Difference{Path: k, Twin: "present", Faulted: "missing"})
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(faulted.Children)) {
-		tc, ok := twin.Children[k]
-		if !ok {
-			diff.Differences = append(diff.Differences, report.Difference{Path: k, Twin: "absent", Faulted: "present (leaked)"})
-			continue
-		}
-		diff.Differences = append(diff.Differences, diffValues(k, tc, faulted.Children[k])...)
-	}
-	kept := diff.Differences[:0]
-	for _, d := range diff.Differences {
+	var kept []report.Difference
+	for _, d := range differences(twin, faulted) {
 		if noise[generalize(d.Path)] {
 			diff.Ignored = append(diff.Ignored, d.Path)
 			continue
@@ -217,6 +202,27 @@ func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check
 		writes.Violation = fmt.Sprintf("the operator made %d writes, against %d in the fault-free twin", faulted.Writes, twin.Writes)
 	}
 	return []report.Check{state, writes}, diff
+}
+
+// differences lists where end state b differs from a: the status path by
+// path, the children a has and b lacks (missing), those only b has
+// (leaked), and each child's fields.
+func differences(a, b *endState) []report.Difference {
+	out := diffValues("status", a.Status, b.Status)
+	for _, k := range slices.Sorted(maps.Keys(a.Children)) {
+		if _, ok := b.Children[k]; !ok {
+			out = append(out, report.Difference{Path: k, Twin: "present", Faulted: "missing"})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Children)) {
+		ac, ok := a.Children[k]
+		if !ok {
+			out = append(out, report.Difference{Path: k, Twin: "absent", Faulted: "present (leaked)"})
+			continue
+		}
+		out = append(out, diffValues(k, ac, b.Children[k])...)
+	}
+	return out
 }
 
 // diffValues lists where two JSON-like values differ, by path.
@@ -321,12 +327,8 @@ func (e *Engine) learnNoise(a, b *endState) {
 	if e.noise == nil {
 		e.noise = map[string]bool{}
 	}
-	diffs := diffValues("status", a.Status, b.Status)
-	for k, ac := range a.Children {
-		diffs = append(diffs, diffValues(k, ac, b.Children[k])...)
-	}
 	var learned []string
-	for _, d := range diffs {
+	for _, d := range differences(a, b) {
 		g := generalize(d.Path)
 		if !e.noise[g] {
 			e.noise[g] = true

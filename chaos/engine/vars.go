@@ -26,6 +26,15 @@ func (v Vars) Value(name string) (string, bool) {
 	return s, ok
 }
 
+// ExpandAll expands each of args (a command and its arguments).
+func (v Vars) ExpandAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = v.Expand(a)
+	}
+	return out
+}
+
 // Expand replaces every ${NAME} in s; an unknown name is left as it is
 // (the file check refuses those before a run).
 func (v Vars) Expand(s string) string {

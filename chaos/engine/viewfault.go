@@ -14,12 +14,12 @@ import (
 // of the operator for the hold (or, for watch-close, streams ended at the
 // injection; for kill-after-write, a kill of the operator right after its
 // Nth matching write).
-func (r *run) viewExperiment(f scenario.Fault) (*Experiment, error) {
+func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
 	h := r.e.view
 	if h == nil {
-		return nil, Skip("view faults act through the API proxy the harness puts in front of the operator: on envtest (gauntlet run --envtest) or on a kind cluster it created, not on an existing cluster")
+		return nil, Skip("view faults act through the API proxy the harness puts in front of the operator, on envtest (gauntlet run --envtest) or on a kind cluster it creates; on an existing cluster it does not know the address at which the cluster's pods reach this machine (until gauntlet run can be told one)")
 	}
-	target, err := h.target(context.Background())
+	target, err := h.target(ctx)
 	if err != nil {
 		return nil, err
 	}
