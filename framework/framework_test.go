@@ -17,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -246,4 +247,33 @@ func TestMetricValue(t *testing.T) {
 	v, _, _ = MetricValue(reg, "h_seconds", nil)
 	g.Expect(v).To(Equal(2.0), "a histogram reads as its sample count")
 	g.Expect(DescribeSeries(reg, "c_total")).To(ContainSubstring("c_total{k=a}"))
+}
+
+// A pod admission refuses is reported once, as the StatefulSet controller
+// does, in a FailedCreate event on the set that carries the refusal.
+func TestStatefulSetSimulatorReportsRefusedPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	set := newSet(1)
+	set.UID = "set-uid"
+	refusal := apierrors.NewForbidden(corev1.Resource("pods"), "x-0", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`))
+	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{set}, Interceptors: &interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				return refusal
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}})
+	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
+	for range 3 {
+		_, err := sim.Step(ctx)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "step error %v", err)
+	}
+	events := &corev1.EventList{}
+	g.Expect(c.List(ctx, events, client.InNamespace("ns"))).To(Succeed())
+	g.Expect(events.Items).To(ConsistOf(And(
+		HaveField("Reason", "FailedCreate"), HaveField("Type", corev1.EventTypeWarning),
+		HaveField("InvolvedObject.Name", "x"), HaveField("InvolvedObject.Kind", "StatefulSet"),
+		HaveField("Message", ContainSubstring(`pods "x-0" is forbidden: violates PodSecurity`)))))
 }

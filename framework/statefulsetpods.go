@@ -191,3 +191,32 @@ func setPodCondition(p *corev1.Pod, t corev1.PodConditionType, s corev1.Conditio
 	}
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: s})
 }
+
+// failedCreate records, as the StatefulSet controller does, a Warning
+// event FailedCreate on the set for a pod the API server refused. Failing
+// to record it is not an error of the simulation.
+func (s *StatefulSetSimulator) failedCreate(ctx context.Context, sts *appsv1.StatefulSet, pod string, cause error) {
+	s.mu.Lock()
+	key := sts.Namespace + "/" + pod
+	said := s.refused[key]
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	s.refused[key] = true
+	s.mu.Unlock()
+	if said {
+		return
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: sts.Name + ".", Namespace: sts.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet",
+			Namespace: sts.Namespace, Name: sts.Name, UID: sts.UID},
+		Reason:         "FailedCreate",
+		Message:        fmt.Sprintf("create Pod %s in StatefulSet %s failed error: %v", pod, sts.Name, cause),
+		Type:           corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "statefulset-controller"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	_ = s.Client.Create(ctx, ev)
+}

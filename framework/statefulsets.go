@@ -53,6 +53,7 @@ type StatefulSetSimulator struct {
 	revs     map[types.UID]revision
 	paused   map[string]bool // namespaces
 	created  int             // pods created, for their UIDs
+	refused  map[string]bool // namespace/pod refused by admission, said once
 }
 
 // Pause stops the simulator from acting in a namespace, for tests that write
@@ -233,6 +234,11 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 		switch err := s.Client.Create(ctx, p); {
 		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			return changed, nil // as the real controller: nothing to do in a dying namespace
+		case apierrors.IsForbidden(err):
+			// As the real controller, say so in an event on the set:
+			// admission's refusal does not heal by retrying.
+			s.failedCreate(ctx, sts, p.Name, err)
+			return changed, fmt.Errorf("simulator: creating pod %s: %w", p.Name, err)
 		case err != nil && !apierrors.IsAlreadyExists(err):
 			return changed, fmt.Errorf("simulator: creating pod %s: %w", p.Name, err)
 		}

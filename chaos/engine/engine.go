@@ -285,24 +285,27 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 
 // renderOperator reads the operator's manifests, variables expanded.
 func (e *Engine) renderOperator() ([]*unstructured.Unstructured, error) {
-	dir := filepath.Dir(e.o.Set.OperatorFile)
+	return renderOperator(e.o.Set.OperatorFile, e.operator, e.opVars)
+}
+
+// renderOperator renders an Operator file's kustomization or manifests,
+// variables expanded.
+func renderOperator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructured.Unstructured, error) {
+	dir := filepath.Dir(file)
 	var objs []*unstructured.Unstructured
 	var err error
-	if e.operator.Kustomize != "" {
-		objs, err = cluster.RenderKustomization(filepath.Join(dir, e.operator.Kustomize))
+	if op.Kustomize != "" {
+		objs, err = cluster.RenderKustomization(filepath.Join(dir, vars.Expand(op.Kustomize)))
 	} else {
-		for _, m := range e.operator.Manifests {
-			more, rerr := readObjects(filepath.Join(dir, m), e.opVars)
+		for _, m := range op.Manifests {
+			more, rerr := readObjects(filepath.Join(dir, vars.Expand(m)), vars)
 			objs, err = append(objs, more...), errors.Join(err, rerr)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
 	}
-	if objs, err = expandObjects(objs, e.opVars); err != nil {
-		return nil, err
-	}
-	return objs, nil
+	return expandObjects(objs, vars)
 }
 
 // operatorPods are the running operator pods.

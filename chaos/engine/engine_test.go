@@ -136,7 +136,7 @@ func TestRoles(t *testing.T) {
 		{"two", 2, "ns", ""},
 		{"operator", 1, "op", ""},
 		{"api", 0, "", "the API server's addresses"},
-		{"none", 0, "", "role none has no pod"},
+		{"none", 0, "", "role none: no pod in ns has the labels app=nothing (its pods: db-0: app=db; db-1: app=db; db-2: app=db; other: )"},
 		{"missing", 0, "", `no role "missing"`},
 	}
 	for _, tc := range cases {

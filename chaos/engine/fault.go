@@ -33,6 +33,10 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, er
 	if scenario.IsViewAction(f.Action) {
 		return r.viewExperiment(ctx, f)
 	}
+	if f.Action == scenario.ActionNone {
+		nothing := func(context.Context) error { return nil }
+		return &Experiment{Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "none", Inject: nothing, Recover: nothing}}, nil
+	}
 	if h := r.e.hermetic; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
 		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
 			Inject: func(context.Context) error { return h.op.kill() }, Recover: func(context.Context) error { return nil }}}, nil

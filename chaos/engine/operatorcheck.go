@@ -56,6 +56,36 @@ func (r *run) operatorState(ctx context.Context) (operatorState, error) {
 	return s, nil
 }
 
+// knownController checks, from a first scrape, that the controller the
+// Operator file names for the reconcile counters is one the operator has
+// (controller-runtime gives each of its controllers its series from the
+// start): a misspelt name would leave every counter check at zero.
+func (e *Engine) knownController(families map[string]*dto.MetricFamily) error {
+	m := e.operator.Metrics
+	if m == nil || m.Controller == "" || families == nil {
+		return nil
+	}
+	const total = "controller_runtime_reconcile_total"
+	var names []string
+	if mf := families[total]; mf != nil {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "controller" && !slices.Contains(names, l.GetValue()) {
+					names = append(names, l.GetValue())
+				}
+			}
+		}
+	}
+	if slices.Contains(names, m.Controller) {
+		return nil
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return fmt.Errorf("spec.metrics.controller %q: the operator's metrics have no %s series, so no controller to count (is it a controller-runtime operator, and spec.metrics its endpoint?)", m.Controller, total)
+	}
+	return fmt.Errorf("spec.metrics.controller %q: the operator has no such controller; its metrics name %s", m.Controller, quoteAll(names))
+}
+
 // restarts counts container restarts and replaced pods between two states.
 func restarts(before, after operatorState) int {
 	n := 0

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -130,9 +131,27 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 	out.Names = out.Names[:n]
 	slices.Sort(out.Names)
 	if len(out.Names) == 0 {
+		if whole == 0 && len(def.Pods) > 0 {
+			return out, fmt.Errorf("role %s: no pod in %s has the labels %s%s", name, r.namespace, labels.Set(def.Pods), r.podLabels(ctx))
+		}
 		return out, fmt.Errorf("role %s has no pod (of %d in %s)", name, whole, base.Namespace)
 	}
 	return out, nil
+}
+
+// podLabels lists the namespace's pods with their labels, for a role that
+// selects none of them.
+func (r *resolution) podLabels(ctx context.Context) string {
+	list := &corev1.PodList{}
+	if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace)); err != nil || len(list.Items) == 0 {
+		return " (it has no pod)"
+	}
+	var pods []string
+	for _, p := range list.Items {
+		pods = append(pods, fmt.Sprintf("%s: %s", p.Name, labels.Set(p.Labels)))
+	}
+	slices.Sort(pods)
+	return " (its pods: " + strings.Join(pods, "; ") + ")"
 }
 
 // probe keeps the pods whose answer contains what the probe expects,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -209,6 +210,9 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	if err != nil {
 		return r.fail("reading the operator before the fault: %v", err)
 	}
+	if err := e.knownController(before.families); err != nil {
+		return r.fail("%v", err)
+	}
 	tctx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
 	timeline := WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
@@ -294,8 +298,7 @@ func (r *run) create(ctx context.Context) error {
 		if len(r.ns) > 63 {
 			r.ns = strings.TrimRight(r.ns[:63], "-")
 		}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns,
-			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns, Labels: r.namespaceLabels()}}
 		err := r.e.Client.Create(ctx, ns)
 		if err == nil {
 			break
@@ -351,6 +354,12 @@ func (r *run) waitConverged(ctx context.Context) error {
 		within = 5 * time.Minute
 	}
 	return framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
+		switch refused, err := r.admissionRefusal(ctx); {
+		case err != nil:
+			return false, err.Error(), nil
+		case refused != "":
+			return false, "", errors.New(refused)
+		}
 		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil

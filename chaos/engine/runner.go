@@ -179,7 +179,11 @@ func (r *Runner) resolve(ctx context.Context, s Trial, seed uint64, run *report.
 	for _, t := range exp.Targets {
 		run.Targets = append(run.Targets, t.String())
 	}
-	r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
+	if len(run.Targets) == 0 {
+		r.logf("%s (seed %d): %s", s.Name, seed, run.Experiment)
+	} else {
+		r.logf("%s (seed %d): %s on %s", s.Name, seed, run.Experiment, strings.Join(run.Targets, " and "))
+	}
 	if missing := r.Missing(ctx, exp.Needs); missing != "" {
 		run.Skipped = missing
 		r.logf("%s: skipped: %s", s.Name, missing)

@@ -411,3 +411,18 @@ func lineOfPath(root *yaml.Node, path string) int {
 	}
 	return line
 }
+
+// ErrorAt is a mistake found at a field path of a file after it loaded
+// (against the operator's manifests, say), with the line of that field.
+func ErrorAt(file, path, format string, args ...any) FieldError {
+	e := FieldError{File: file, Path: path, Msg: fmt.Sprintf(format, args...)}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return e
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 {
+		e.Line = lineOfPath(doc.Content[0], path)
+	}
+	return e
+}

@@ -104,7 +104,7 @@ func TestReferenceFilesMatchTheSchemas(t *testing.T) {
 			}
 		})
 	}
-	NewWithT(t).Expect(n).To(Equal(19), "the reference operator's 14 scenarios and Operator file, the example's 3 and its Operator file")
+	NewWithT(t).Expect(n).To(Equal(20), "the reference operator's 15 scenarios and Operator file, the example's 3 and its Operator file")
 }
 
 // shippedFiles are the scenario folders' files: the reference operator's

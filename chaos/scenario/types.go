@@ -26,87 +26,6 @@ const (
 	KindOperator = "Operator"
 )
 
-// Operator is how to deploy the operator under test (kind: Operator). A
-// directory of scenarios holds one, shared by its scenarios.
-type Operator struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Metadata   Metadata     `json:"metadata"`
-	Spec       OperatorSpec `json:"spec"`
-}
-
-// OperatorSpec deploys the operator and says how to find and scrape it.
-type OperatorSpec struct {
-	// Variables are ${NAME} substitutions in this spec and the manifests,
-	// with their defaults; the environment and --set override them.
-	Variables map[string]string `json:"variables,omitempty"`
-	// Kustomize is a kustomization directory, relative to this file.
-	Kustomize string `json:"kustomize,omitempty"`
-	// Manifests are YAML files applied in order, relative to this file
-	// (instead of Kustomize).
-	Manifests []string `json:"manifests,omitempty"`
-	// Images are loaded into a kind cluster before the deploy; Image
-	// replaces the manifests' image named there.
-	Images []Image `json:"images,omitempty"`
-	// Args are appended to the arguments of the container that runs the
-	// first image with replaces (a flag to try, a bug variant to catch).
-	Args []string `json:"args,omitempty"`
-	// Namespace is where the operator's pods run.
-	Namespace string `json:"namespace"`
-	// Selector selects the operator's pods in Namespace.
-	Selector map[string]string `json:"selector"`
-	// Metrics is where the operator serves Prometheus metrics.
-	Metrics *Metrics `json:"metrics,omitempty"`
-	// Process runs the operator as a process on the host instead of its
-	// Deployment, for gauntlet run --envtest (no cluster, no images): the
-	// rest of its manifests (CRDs, RBAC, ServiceAccount) are applied as
-	// they are, and it talks to the API server through the API proxy with
-	// its ServiceAccount's token.
-	Process *Process `json:"process,omitempty"`
-}
-
-// Process is how to start the operator on the host.
-type Process struct {
-	// Command is the program and its arguments. A program path with a
-	// slash is relative to this file. The engine sets three variables:
-	// ${GAUNTLET_METRICS_ADDRESS} and ${GAUNTLET_PROBE_ADDRESS}, free
-	// loopback addresses for the metrics and health endpoints, and
-	// ${GAUNTLET_PROCESS_BINARY}, an absolute path for Build to write.
-	Command []string `json:"command"`
-	// Build, when set, runs first in this file's folder, for example
-	// [go, build, -C, ../.., -o, "${GAUNTLET_PROCESS_BINARY}", ./cmd].
-	Build []string `json:"build,omitempty"`
-	// Env adds environment variables to the process's.
-	Env map[string]string `json:"env,omitempty"`
-}
-
-// Engine-set variables, usable in an Operator file's process.
-const (
-	VarMetricsAddress = "GAUNTLET_METRICS_ADDRESS"
-	VarProbeAddress   = "GAUNTLET_PROBE_ADDRESS"
-	VarProcessBinary  = "GAUNTLET_PROCESS_BINARY"
-)
-
-// EngineVariables are the variables the engine sets itself.
-var EngineVariables = []string{VarMetricsAddress, VarProbeAddress, VarProcessBinary}
-
-// Image is an image to load, and the name in the manifests it replaces.
-type Image struct {
-	// Name is the image to load (variables allowed, e.g. ${OPERATOR_IMAGE}).
-	Name string `json:"name"`
-	// Replaces is the image name in the manifests to swap for Name.
-	Replaces string `json:"replaces,omitempty"`
-}
-
-// Metrics locates the operator's metrics endpoint on its pods.
-type Metrics struct {
-	Port int32  `json:"port"`
-	Path string `json:"path,omitempty"` // default /metrics
-	// Controller is the controller-runtime controller whose reconcile
-	// counters the report draws.
-	Controller string `json:"controller,omitempty"`
-}
-
 // Metadata names a file's object.
 type Metadata struct {
 	Name        string `json:"name"`
@@ -130,6 +49,9 @@ type ScenarioSpec struct {
 	// Resource is the custom resource under test, created fresh for the
 	// scenario in a namespace of its own.
 	Resource Resource `json:"resource"`
+	// PodSecurity is the Pod Security Standard level that namespace
+	// enforces (default: the Operator file's, else restricted).
+	PodSecurity string `json:"podSecurity,omitempty"`
 	// Roles name sets of pods (or the API server) that the fault, the
 	// actions and the workload refer to.
 	Roles map[string]Role `json:"roles,omitempty"`
@@ -245,6 +167,11 @@ const (
 	ActionWatchClose = "watch-close"
 )
 
+// ActionNone injects nothing: the during actions run for the hold and the
+// scenario is judged as any other (the harness's own actions, such as a
+// member's pod deleted with its volume, or a fault-free baseline).
+const ActionNone = "none"
+
 // ChaosActions are the faults Chaos Mesh (or the harness, node-loss)
 // makes on a cluster's pods and nodes.
 var ChaosActions = []string{ActionPodKill, ActionContainerKill, ActionPodFailure, ActionPartition, ActionBandwidth, ActionDelay, ActionLoss, ActionNodeLoss}
@@ -254,7 +181,7 @@ var ViewActions = []string{ActionAPIError, ActionAPIReset, ActionAPITimeout, Act
 	ActionStaleView, ActionWatchDelay, ActionWatchDrop, ActionWatchCoalesce, ActionWatchClose}
 
 // Actions lists every fault action, in the docs' order.
-var Actions = append(append([]string(nil), ChaosActions...), ViewActions...)
+var Actions = append(append(append([]string(nil), ChaosActions...), ViewActions...), ActionNone)
 
 // IsViewAction says whether action is a view fault.
 func IsViewAction(action string) bool { return slices.Contains(ViewActions, action) }
@@ -262,8 +189,8 @@ func IsViewAction(action string) bool { return slices.Contains(ViewActions, acti
 // Fault is one Chaos Mesh experiment on a role's pods, or a node-loss.
 type Fault struct {
 	Action string `json:"action"`
-	// Target is the role whose pods the fault hits.
-	Target string `json:"target"`
+	// Target is the role whose pods the fault hits (none: no target).
+	Target string `json:"target,omitempty"`
 	// Peer is the other side of a partition: a role of pods, or a role
 	// with apiServer.
 	Peer string `json:"peer,omitempty"`
@@ -326,6 +253,14 @@ type RequestMatch struct {
 	Count int `json:"count,omitempty"`
 	// Probability is the chance it acts on each (seeded), 0 meaning 1.
 	Probability float64 `json:"probability,omitempty"`
+}
+
+// Describe is the fault in a few words: "pod-kill on members", "none".
+func (f Fault) Describe() string {
+	if f.Target == "" {
+		return f.Action
+	}
+	return f.Action + " on " + f.Target
 }
 
 // Action is a step taken while the fault holds. Exactly one field is set.

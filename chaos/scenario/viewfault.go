@@ -130,18 +130,3 @@ func (c *checker) requestMatch(p, action string, m RequestMatch) {
 		c.at(p, "watch-close ends the open streams once, at the injection: count and probability do not apply")
 	}
 }
-
-// process checks how the operator runs as a process.
-func (c *checker) process(pr *Process) {
-	if pr == nil {
-		return
-	}
-	if len(pr.Command) == 0 || pr.Command[0] == "" {
-		c.at("spec.process.command", "required: the operator's program and arguments")
-	}
-	for k := range pr.Env {
-		if !envName.MatchString(k) {
-			c.at("spec.process.env."+k, "%q is not an environment variable name", k)
-		}
-	}
-}

@@ -53,15 +53,13 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	prog.Done()
 	if root != "" && f.buildImages {
 		prog.Phase("images")
-		targets := []string{"images", "chaos-images"}
-		if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
-			targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])
-		}
-		if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
-			return fmt.Errorf("building the images: %w", err)
+		if targets := imageTargets(f); len(targets) > 0 {
+			if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
+				return fmt.Errorf("building the images: %w", err)
+			}
+			builtImages(root, f)
 		}
 		prog.Done()
-		builtImages(root, f)
 	}
 	images := []string{f.nodeImage, f.chaosController, f.chaosDaemon}
 	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
@@ -81,6 +79,37 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		return fmt.Errorf("images missing from the Docker engine: %s (in a Gauntlet checkout, gauntlet run --build-images builds them; otherwise build them or set the Operator file's variables with --set)", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// checkoutImage names an image this checkout's make images builds (the
+// reference operator's, etcd's, the object store's), as opposed to one an
+// adopter builds, or Chaos Mesh's and the node image, built by their own
+// targets.
+func checkoutImage(name string) bool {
+	return strings.HasPrefix(name, "gauntlet.dev/") && !strings.HasPrefix(name, "gauntlet.dev/chaos-") &&
+		!strings.HasPrefix(name, "gauntlet.dev/kind-node")
+}
+
+// imageTargets are the make targets for the images this run loads: the
+// checkout's own only when the Operator file names one of them (an
+// adopter's operator gets none of ours built), Chaos Mesh's and the node
+// image when they are the checkout's. Each target reuses what exists.
+func imageTargets(f *runFlags) []string {
+	var targets []string
+	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
+	for _, img := range f.loaded.Operator.Spec.Images {
+		if checkoutImage(vars.Expand(img.Name)) {
+			targets = append(targets, "images")
+			break
+		}
+	}
+	if strings.HasPrefix(f.chaosController, "gauntlet.dev/") || strings.HasPrefix(f.chaosDaemon, "gauntlet.dev/") {
+		targets = append(targets, "chaos-images")
+	}
+	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
+		targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])
+	}
+	return targets
 }
 
 // builtImages takes the image names this checkout's builds wrote: the

@@ -19,7 +19,7 @@ func newListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, s := range f.loaded.Scenarios {
-				_, _ = fmt.Fprintf(tw, "%s\t%s on %s\t%s\n", s.Metadata.Name, s.Spec.Fault.Action, s.Spec.Fault.Target, s.Metadata.Description)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Metadata.Name, s.Spec.Fault.Describe(), s.Metadata.Description)
 			}
 			return tw.Flush()
 		},

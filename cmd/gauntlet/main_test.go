@@ -78,7 +78,7 @@ func TestSelectScenarios(t *testing.T) {
 	f := &runFlags{}
 	all, err := f.names()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(all).To(HaveLen(14), "the reference operator's scenario files, by default in a checkout")
+	g.Expect(all).To(HaveLen(15), "the reference operator's scenario files, by default in a checkout")
 	got, err := selectFrom(all, []string{"*-partition", "leader-pod-kill", "minority-partition"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal([]string{"leader-pod-kill", "leader-partition", "minority-partition"}), "in the files' order, once each")
@@ -171,4 +171,25 @@ func TestValidate(t *testing.T) {
 	code, _, stderr = gauntlet("validate")
 	g.Expect(code).To(Equal(2))
 	g.Expect(stderr).To(ContainSubstring("-f is required"))
+}
+
+// Mistakes only the rendered manifests and the CRD's schema reveal are
+// refused by validate, each at its line, before any cluster.
+func TestPreflight(t *testing.T) {
+	g := NewWithT(t)
+	code, _, stderr := gauntlet("validate", "-f", "../../fixtures/scenarios/preflight")
+	g.Expect(code).To(Equal(1), stderr)
+	for _, want := range []string{
+		`operator.yaml:11: spec.images[0].replaces: "example.com/cache-operater" (with any tag) is the image of no container in the operator's manifests; they run "example.com/cache-operator:v1"`,
+		`operator.yaml:13: spec.selector: app=cache-operater selects no pod template of the operator's manifests in cache-system (Deployment cache-operator: app=cache-operator)`,
+		`scale-up.yaml:7: spec.resource.manifest: cache.yaml: field spec.colour is not in the schema of Cache v1`,
+		`scale-up.yaml:9: spec.resource.converged[0]: at 1:39: undefined field 'sizee'`,
+		`scale-up.yaml:11: spec.resource.converged[2]: at 1:12: undefined field 'observedGeneration'`,
+		"5 mistakes",
+	} {
+		g.Expect(stderr).To(ContainSubstring(want))
+	}
+	// --set is taken as gauntlet run takes it.
+	code, _, stderr = gauntlet("validate", "-f", "../../chaos/scenario/testdata/reference", "--set", "OPERATOR_IMAGE=registry.example/op:v2")
+	g.Expect(code).To(Equal(0), stderr)
 }

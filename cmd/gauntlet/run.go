@@ -283,6 +283,9 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	for k, v := range f.set {
 		f.overrides[k] = v
 	}
+	if err := engine.Preflight(f.loaded, f.overrides); err != nil {
+		return usagef("the files do not fit the operator's manifests:\n%w", err)
+	}
 	hermetic, err := f.where(ctx, prog)
 	if err != nil {
 		return err

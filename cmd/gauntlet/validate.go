@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -14,6 +15,7 @@ var errInvalidFiles = errors.New("invalid scenario files")
 
 func newValidateCmd() *cobra.Command {
 	var files []string
+	var overrides map[string]string
 	cmd := &cobra.Command{
 		Use:   "validate -f PATH...",
 		Short: "Check scenario files without a cluster: every mistake with its file, line and field",
@@ -21,7 +23,11 @@ func newValidateCmd() *cobra.Command {
 them, from the files and directories given with -f, and checks each field's
 name, type and value: roles that exist, a fault the engine supports with the
 parameters its action needs, CEL that compiles, manifests that exist,
-variables that are defined. It touches no cluster. Exit status 0 when every
+variables that are defined. Then it renders the operator's manifests and
+checks the files against them: each image's replaces runs in a container,
+the namespace and selector select the operator's pod template, and the
+resource's manifest and every CEL expression name only fields of the CRD's
+schema (self.spec.sizee is refused). It touches no cluster. Exit status 0 when every
 file is valid, 1 otherwise (each mistake on its own line). gauntlet run -f
 runs the same files on a cluster.`,
 		Example: "  gauntlet validate -f suites/chaos/scenarios\n  gauntlet validate -f suites/examples/memcached/scenarios",
@@ -31,6 +37,10 @@ runs the same files on a cluster.`,
 				return usagef("-f is required: scenario files or directories")
 			}
 			set, err := scenario.LoadPaths(files...)
+			if err == nil {
+				// What only the rendered manifests and the CRD can tell.
+				err = engine.Preflight(set, overrides)
+			}
 			var es scenario.Errors
 			switch {
 			case errors.As(err, &es):
@@ -48,11 +58,12 @@ runs the same files on a cluster.`,
 			}
 			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "valid: operator %s (%s), %d scenarios:\n", set.Operator.Metadata.Name, set.OperatorFile, len(set.Scenarios))
 			for _, s := range set.Scenarios {
-				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "  %s (%s): %s on %s\n", s.Metadata.Name, set.Files[s.Metadata.Name], s.Spec.Fault.Action, s.Spec.Fault.Target)
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "  %s (%s): %s\n", s.Metadata.Name, set.Files[s.Metadata.Name], s.Spec.Fault.Describe())
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringSliceVarP(&files, "file", "f", nil, "scenario files or directories (repeat or comma-separate)")
+	cmd.Flags().StringToStringVar(&overrides, "set", nil, "a variable of the files, NAME=VALUE, as gauntlet run --set gives it (repeat)")
 	return cmd
 }
