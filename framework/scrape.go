@@ -14,11 +14,33 @@ import (
 // Scrape fetches a Prometheus text endpoint over HTTP and parses it with
 // expfmt, as Prometheus would.
 func Scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	return ScrapeWith(ctx, url, ScrapeOptions{})
+}
+
+// ScrapeOptions say how to reach a metrics endpoint.
+type ScrapeOptions struct {
+	// Client makes the request (http.DefaultClient when nil): one with a
+	// TLS configuration for an HTTPS endpoint.
+	Client *http.Client
+	// BearerToken, when set, is sent as the Authorization header, as
+	// Prometheus does for an endpoint behind authentication.
+	BearerToken string
+}
+
+// ScrapeWith is Scrape with a client and credentials of the caller's.
+func ScrapeWith(ctx context.Context, url string, o ScrapeOptions) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if o.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+o.BearerToken)
+	}
+	c := o.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
 	}

@@ -84,6 +84,8 @@ type Engine struct {
 	scheme   *runtime.Scheme
 	// hermetic is set on envtest.
 	hermetic *hermetic
+	// metrics is how the operator's metrics are scraped.
+	metrics metricsAccess
 	// view is the API proxy in front of the operator, set on envtest and
 	// on a kind cluster whose set has view faults; proxyAddr is where the
 	// cluster's pods reach it.
@@ -149,6 +151,9 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	if err := e.deployOperator(ctx); err != nil {
+		return fail(err)
+	}
+	if err := e.grantMetrics(ctx); err != nil {
 		return fail(err)
 	}
 	o.Chaos.Log = o.Log

@@ -45,7 +45,7 @@ type hermetic struct {
 	env     *framework.Envtest
 	proxy   *apiproxy.Proxy
 	op      *process
-	metrics string // the operator's metrics URL
+	metrics string // the operator's metrics address, host:port
 	logPath string
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -90,6 +90,9 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 	}
 	token, err := e.serviceAccountToken(ctx, sa)
 	if err != nil {
+		return err
+	}
+	if err := e.grantMetrics(ctx); err != nil {
 		return err
 	}
 	return e.startProcess(ctx, pr, token, sa)
@@ -218,13 +221,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 		env = append(env, k+"="+vars.Expand(v))
 	}
 	h.op = &process{name: resolveProgram(args[0], dir), args: args[1:], env: env, dir: work, logs: logs, logf: e.logf}
-	if e.operator.Metrics != nil {
-		path := e.operator.Metrics.Path
-		if path == "" {
-			path = "/metrics"
-		}
-		h.metrics = "http://" + metrics + path
-	}
+	h.metrics = metrics
 	if err := h.op.start(); err != nil {
 		return err
 	}

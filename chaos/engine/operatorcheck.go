@@ -103,7 +103,7 @@ func restarts(before, after operatorState) int {
 func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	m := r.e.operator.Metrics
 	if h := r.e.hermetic; h != nil {
-		return framework.Scrape(ctx, h.metrics)
+		return r.e.scrapeAt(ctx, h.metrics)
 	}
 	pods, err := r.e.operatorPods(ctx)
 	if err != nil {
@@ -118,11 +118,7 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 			return nil, err
 		}
 		defer pf.Close()
-		path := m.Path
-		if path == "" {
-			path = "/metrics"
-		}
-		return framework.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", pf.Local, path))
+		return r.e.scrapeAt(ctx, fmt.Sprintf("127.0.0.1:%d", pf.Local))
 	}
 	return nil, fmt.Errorf("no running operator pod in %s", r.e.operator.Namespace)
 }

@@ -94,4 +94,10 @@ type Metrics struct {
 	// Controller is the controller-runtime controller whose reconcile
 	// counters the report draws.
 	Controller string `json:"controller,omitempty"`
+	// Secure says the endpoint is HTTPS behind authentication and
+	// authorization, as kubebuilder scaffolds it (--metrics-secure): the
+	// harness scrapes it with the token of a ServiceAccount of its own,
+	// gauntlet-metrics-reader in the operator's namespace, which it
+	// allows to get the path; the serving certificate is not verified.
+	Secure bool `json:"secure,omitempty"`
 }

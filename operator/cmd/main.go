@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -42,6 +43,7 @@ import (
 type options struct {
 	kubeconfig              string
 	metricsAddr             string
+	metricsSecure           bool
 	probeAddr               string
 	pprofAddr               string
 	leaderElect             bool
@@ -75,6 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses $KUBECONFIG, then the in-cluster config.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve the metrics over HTTPS (a self-signed certificate) to callers the API server authenticates (TokenReview) and authorizes to get the path (SubjectAccessReview), as kubebuilder scaffolds; false serves plain HTTP to anyone.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's /debug/pprof endpoints bind to (for profiling, as the scale benchmark does); empty or \"0\" serves none.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica of the manager reconciles at a time.")
@@ -175,6 +178,18 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
+// metricsOptions serve the metrics plain, or, with --metrics-secure, over
+// HTTPS to callers allowed to get the path (the RBAC it needs is marked on
+// package metrics).
+func metricsOptions(o options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsAddr}
+	if o.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
+}
+
 // newManager caches only what the operator manages: member and Job pods,
 // members ConfigMaps, snapshot claims, snapshot and restore Jobs, backup
 // CronJobs. Pods and Jobs are never applied, so their managed fields (a
@@ -184,7 +199,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o options) (ctrl.Manag
 	return ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certDir}),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,

@@ -10,6 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// With --metrics-secure the manager asks the API server who each scraper
+// is and whether it may get the metrics path.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Names of the metrics, for tests and dashboards.
 const (
 	ReconcileDurationName = "gauntlet_databasecluster_reconcile_duration_seconds"

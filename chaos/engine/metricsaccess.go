@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+// metricsReader names the ServiceAccount, ClusterRole and binding the
+// harness scrapes a secure metrics endpoint as.
+const metricsReader = "gauntlet-metrics-reader"
+
+// metricsAccess is how the harness reaches the operator's metrics.
+type metricsAccess struct {
+	client *http.Client
+	token  string
+}
+
+func metricsPath(m *scenario.Metrics) string {
+	if m.Path == "" {
+		return "/metrics"
+	}
+	return m.Path
+}
+
+// grantMetrics prepares the scrapes. A secure endpoint (HTTPS behind
+// authentication and authorization, kubebuilder's default) gets a
+// ServiceAccount of the harness's own in the operator's namespace,
+// allowed to get the metrics path as kubebuilder's metrics-reader role
+// allows it, and the scrapes present a token of it. The serving
+// certificate is the operator's own, self-signed unless it was given
+// one: it is not verified (the harness dials the pod it port-forwarded
+// to, or the process it started).
+func (e *Engine) grantMetrics(ctx context.Context) error {
+	m := e.operator.Metrics
+	e.metrics = metricsAccess{client: http.DefaultClient}
+	if m == nil || !m.Secure {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return err
+	}
+	ns := e.operator.Namespace
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: metricsReader}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: metricsReader},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{metricsPath(m)}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: metricsReader},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: metricsReader}}}
+	_, err1 := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{})
+	_, err2 := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	_, err3 := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("granting the harness the operator's secure metrics: %w", err)
+		}
+	}
+	token, err := e.serviceAccountToken(ctx, client.ObjectKeyFromObject(sa))
+	if err != nil {
+		return err
+	}
+	e.metrics = metricsAccess{token: token, client: &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the operator's own self-signed certificate; see above
+	}}}
+	e.logf("scraping the operator's secure metrics as ServiceAccount %s/%s, allowed to get %s", ns, metricsReader, metricsPath(m))
+	return nil
+}
+
+// scrapeAt reads the operator's metrics at host:port, and says what a
+// failure likely means.
+func (e *Engine) scrapeAt(ctx context.Context, hostPort string) (map[string]*dto.MetricFamily, error) {
+	m := e.operator.Metrics
+	scheme := "http"
+	if m.Secure {
+		scheme = "https"
+	}
+	fams, err := framework.ScrapeWith(ctx, scheme+"://"+hostPort+metricsPath(m), framework.ScrapeOptions{Client: e.metrics.client, BearerToken: e.metrics.token})
+	if err == nil {
+		return fams, nil
+	}
+	msg := err.Error()
+	switch {
+	case !m.Secure && strings.Contains(msg, "HTTPS server"):
+		return nil, fmt.Errorf("%w (the endpoint speaks HTTPS: set spec.metrics.secure: true)", err)
+	case m.Secure && strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return nil, fmt.Errorf("%w (the endpoint speaks plain HTTP: leave out spec.metrics.secure)", err)
+	case m.Secure && (strings.Contains(msg, "HTTP 401") || strings.Contains(msg, "HTTP 403")):
+		return nil, fmt.Errorf("%w (the endpoint refused the token of %s/%s, which may get %s: the operator must be allowed to create TokenReviews and SubjectAccessReviews)",
+			err, e.operator.Namespace, metricsReader, metricsPath(m))
+	}
+	return nil, err
+}
