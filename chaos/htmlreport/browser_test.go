@@ -40,8 +40,8 @@ func TestBrowserRecordedRun(t *testing.T) {
 				if r.Verdict() != report.Skipped {
 					ran++
 				}
-				if r.Series != nil && len(r.Series.Writes) > 0 {
-					plots++ // a timeline is drawn around the workload's series
+				if (r.Series != nil && len(r.Series.Writes) > 0) || len(r.Injections) > 0 {
+					plots++ // a timeline is drawn around the workload's series, or the proxy's actions
 				}
 				if r.Twin != nil && len(r.Twin.Differences) > 0 {
 					twins++

@@ -84,6 +84,25 @@ func TestTimelineNeedsASeries(t *testing.T) {
 	g.Expect(svg).To(BeNil(), "a scenario that never ran its workload has no timeline")
 }
 
+// A view fault's run has no workload, but its proxy's actions are drawn on
+// the timeline with the conditions and the operator's counters.
+func TestTimelineOfAViewFault(t *testing.T) {
+	g := NewWithT(t)
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	res := &report.Result{
+		Run:        &report.Run{Scenario: "x", Phases: report.Phases{Requested: at, Injected: at, Healed: at.Add(15 * time.Second)}},
+		Timeline:   []report.Sample{{At: at.Add(-5 * time.Second), Conditions: map[string]string{"Available": "True/Ready"}}},
+		Injections: []report.Injection{{At: at.Add(2 * time.Second), What: "409", Request: "patch statefulsets db/db"}, {At: at.Add(time.Second), What: "409"}},
+	}
+	svg, err := timeline(res)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(svg)).To(ContainSubstring("API proxy: each action of the view fault"))
+	t0, xmin, xmax := span(res)
+	g.Expect(t0).To(Equal(at))
+	g.Expect(xmin).To(Equal(-5.0))
+	g.Expect(xmax).To(Equal(16.0))
+}
+
 func TestConditionColours(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(conditionColor("Available", "True")).To(Equal(colGood))

@@ -40,26 +40,19 @@ const (
 
 // timeline draws one scenario's timeline as SVG: panels on one time axis
 // (seconds since the fault was requested), each with the fault window
-// shaded and the phases marked.
+// shaded and the phases marked. The workload's panels are drawn when it
+// ran; the API proxy's actions when a view fault made some.
 func timeline(res *report.Result) ([]byte, error) {
 	s := res.Series
-	if s == nil || len(s.Writes) == 0 {
+	workload := s != nil && len(s.Writes) > 0
+	if !workload && len(res.Injections) == 0 {
 		return nil, nil
 	}
-	t0 := res.Phases.Requested
-	if t0.IsZero() {
-		t0 = s.Start
+	if s == nil {
+		s = &report.Series{}
 	}
+	t0, xmin, xmax := span(res)
 	sec := func(t time.Time) float64 { return t.Sub(t0).Seconds() }
-	xmin := sec(s.Start)
-	xmax := xmin + float64(len(s.Writes))*float64(s.BucketMillis)/1000
-	for _, t := range []time.Time{res.Phases.Converged, res.Phases.Healed} {
-		if !t.IsZero() {
-			xmax = max(xmax, sec(t))
-		}
-	}
-	xmax += 1
-
 	marks := phaseMarks(res, sec)
 	// The grid and the fault window go first, behind the data.
 	newPanel := func() *plot.Plot {
@@ -68,12 +61,13 @@ func timeline(res *report.Result) ([]byte, error) {
 		p.Add(marks...)
 		return p
 	}
-	panels := []*plot.Plot{
-		conditionsPanel(newPanel(), res, sec, xmin, xmax),
-		podsPanel(newPanel(), s, sec),
-		workloadPanel(newPanel(), s, sec),
-		latencyPanel(newPanel(), s, sec),
-		operatorPanel(newPanel(), s, sec),
+	panels := []*plot.Plot{conditionsPanel(newPanel(), res, sec, xmin, xmax), podsPanel(newPanel(), s, sec)}
+	if workload {
+		panels = append(panels, workloadPanel(newPanel(), s, sec), latencyPanel(newPanel(), s, sec))
+	}
+	panels = append(panels, operatorPanel(newPanel(), s, sec))
+	if len(res.Injections) > 0 {
+		panels = append(panels, injectionsPanel(newPanel(), res.Injections, sec))
 	}
 	for i, p := range panels {
 		p.X.Min, p.X.Max = xmin, xmax
