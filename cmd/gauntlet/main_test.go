@@ -193,3 +193,18 @@ func TestPreflight(t *testing.T) {
 	code, _, stderr = gauntlet("validate", "-f", "../../chaos/scenario/testdata/reference", "--set", "OPERATOR_IMAGE=registry.example/op:v2")
 	g.Expect(code).To(Equal(0), stderr)
 }
+
+// A run builds the checkout's images only when the Operator file loads one
+// of them: the Memcached example's run builds Chaos Mesh's and the node
+// image, not the reference operator's.
+func TestImageTargets(t *testing.T) {
+	g := NewWithT(t)
+	targets := func(dir string) []string {
+		f := &runFlags{files: []string{dir}, nodeImage: "gauntlet.dev/kind-node:v1.35.4",
+			chaosController: "gauntlet.dev/chaos-controller-manager:v1", chaosDaemon: "gauntlet.dev/chaos-daemon:v1"}
+		g.Expect(f.load()).To(Succeed())
+		return imageTargets(f)
+	}
+	g.Expect(targets("../../suites/chaos/scenarios")).To(Equal([]string{"images", "chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
+	g.Expect(targets("../../suites/examples/memcached/scenarios")).To(Equal([]string{"chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
+}
