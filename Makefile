@@ -52,7 +52,7 @@ GENERATED = operator/config/crd operator/config/rbac/role.yaml operator/config/w
 # the integration suite need a real API server (test-int).
 ETCD_PKGS := ./operator/internal/etcd ./operator/internal/snapshot ./operator/internal/backup/... ./operator/cmd/backup
 INT_PKGS  := ./operator/internal/certs ./suites/integration
-UNIT_PKGS = $(shell go list ./operator/... ./framework/... ./cluster/... ./chaos/... ./cmd/... ./ci/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./suites/chaos/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$' -e '/framework/sim$$')
+UNIT_PKGS = $(shell go list ./operator/... ./framework/... ./cluster/... ./chaos/... ./cmd/... ./ci/... ./suites/reference/... ./suites/unit/... ./suites/e2e ./suites/chaos/... ./suites/examples/mirror/... | grep -v -e '/operator/internal/etcd$$' -e '/operator/internal/certs$$' -e '/operator/internal/snapshot$$' -e '/operator/internal/backup' -e '/operator/cmd/backup$$' -e '/framework/sim$$')
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBERNETES_VERSION)
 
 # The Go modules of this repository, tied together by go.work: the root
@@ -163,7 +163,7 @@ test-int: $(GOTESTSUM) envtest-bins ## Integration tier: the manager and webhook
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(GOTESTSUM) --format pkgname --junitfile $(ARTIFACTS)/junit-int.xml -- -count=1 -timeout 10m $(INT_PKGS)
 
 VIEW_SEED ?= 1
-VIEW_DIRS := suites/view/scenarios suites/examples/memcached/view-scenarios
+VIEW_DIRS := suites/view/scenarios suites/examples/memcached/view-scenarios suites/examples/mirror/view-scenarios
 
 .PHONY: test-view
 test-view: gauntlet envtest-bins ## View tier: view-fault scenario files (API errors, kills between writes, stale and unobserved state) on envtest, the operator as a process behind the API proxy, each judged against its fault-free twin; no Docker.

@@ -28,7 +28,9 @@ func TestScrapeAt(t *testing.T) {
 	defer secure.Close()
 	plain := httptest.NewServer(metrics)
 	defer plain.Close()
-	host := func(s *httptest.Server) string { return strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://") }
+	host := func(s *httptest.Server) string {
+		return strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://")
+	}
 	skip := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test server's certificate
 
 	e := &Engine{operator: &scenario.OperatorSpec{Namespace: "op", Metrics: &scenario.Metrics{Port: 8443, Secure: true}},

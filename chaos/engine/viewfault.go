@@ -61,6 +61,13 @@ func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment
 					return nil
 				}
 				h.proxy.Remove(id)
+				if f.Action == scenario.ActionWatchDrop {
+					// A stream that lost events ends, as a broken one
+					// would, too old to resume: the informers re-list and
+					// see the present, having missed what happened.
+					n := h.proxy.CloseWatches(rule, true)
+					r.e.logf("%s: at the heal, ended %d watch streams that lost events (410: re-list)", r.s.Metadata.Name, n)
+				}
 				return kill.check(f.After)
 			},
 		},
