@@ -187,7 +187,8 @@ func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check
 		}
 		kept = append(kept, d)
 	}
-	diff.Differences = kept
+	kept, permuted := unpermuted(kept)
+	diff.Differences, diff.Ignored = kept, append(diff.Ignored, permuted...)
 	state := report.Check{Kind: "twin", Name: "end state equals the fault-free twin's", Value: "equal", Budget: "equal"}
 	if n := len(diff.Differences); n > 0 {
 		state.Value = fmt.Sprintf("%d differences", n)
@@ -345,4 +346,41 @@ var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // generalize writes a path's list indexes as [*]: a member's ID differs
 // between runs whichever member it is.
+// unpermuted sets aside the differences that only move values between
+// the items of a list: status.members[0].leader true in the twin and
+// status.members[1].leader true after the fault is the same cluster with
+// another leader, whoever the two fault-free twins happened to elect.
+// Per field of a list's items, when the twin's values at the differing
+// items are the faulted run's in another order, none is a finding.
+func unpermuted(diffs []report.Difference) (kept []report.Difference, permuted []string) {
+	groups := map[string][]report.Difference{}
+	for _, d := range diffs {
+		if g := generalize(d.Path); strings.Contains(g, "[*].") {
+			groups[g] = append(groups[g], d)
+		}
+	}
+	moved := map[string]bool{}
+	for _, g := range groups {
+		var a, b []string
+		for _, d := range g {
+			a, b = append(a, d.Twin), append(b, d.Faulted)
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		if len(g) > 1 && slices.Equal(a, b) {
+			for _, d := range g {
+				moved[d.Path] = true
+			}
+		}
+	}
+	for _, d := range diffs {
+		if moved[d.Path] {
+			permuted = append(permuted, d.Path+" (held by another item)")
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, permuted
+}
+
 func generalize(path string) string { return listIndex.ReplaceAllString(path, "[*]") }

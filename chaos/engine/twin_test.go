@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -43,6 +44,25 @@ func TestCompareTwin(t *testing.T) {
 	g.Expect(checks).To(HaveLen(2))
 	g.Expect(checks[0].Violation).To(HavePrefix("the end state differs from the fault-free twin's in 4 places"))
 	g.Expect(checks[1].Violation).To(Equal("the operator made 200 writes, against 20 in the fault-free twin"))
+
+	// Another member leads after the fault: the same cluster.
+	led := func(leader int) *endState {
+		var members []any
+		for i := range 3 {
+			m := map[string]any{"name": fmt.Sprintf("db-%d", i)}
+			if i == leader {
+				m["leader"] = true
+			}
+			members = append(members, m)
+		}
+		return &endState{Status: map[string]any{"members": members}}
+	}
+	checks, diff = compareTwin(led(1), led(0), nil)
+	g.Expect(checks[0].Violation).To(BeEmpty())
+	g.Expect(diff.Ignored).To(ConsistOf("status.members[0].leader (held by another item)", "status.members[1].leader (held by another item)"))
+	noLeader := led(-1)
+	checks, _ = compareTwin(led(1), noLeader, nil)
+	g.Expect(checks[0].Violation).To(ContainSubstring("status.members[1].leader: true in the twin, absent after the fault"), "a leader lost is a finding")
 
 	same, _ := compareTwin(twin, twin, nil)
 	g.Expect(same[0].OK() && same[1].OK()).To(BeTrue(), "a run equals itself")
