@@ -71,6 +71,11 @@ type Options struct {
 	// Kubeconfig is where the cluster's kubeconfig is written (a temporary
 	// file when empty), or read from with Existing.
 	Kubeconfig string
+	// HostAddress is the address at which an existing cluster's pods
+	// reach this machine, for a server the harness runs here (the API
+	// proxy of view faults). A cluster created here is on the kind
+	// network, whose gateway it is.
+	HostAddress string
 	// Log receives progress lines (os.Stderr when nil).
 	Log io.Writer
 }

@@ -354,7 +354,14 @@ func (c *Cluster) NodeCommand(ctx context.Context, node string, args ...string) 
 // pods through their node's default route.
 func (c *Cluster) HostAddress(ctx context.Context) (net.IP, error) {
 	if c.Existing {
-		return nil, fmt.Errorf("cluster %s was not made here: its pods' route to this machine is unknown", c.Name)
+		if a := c.opts.HostAddress; a != "" {
+			ip := net.ParseIP(a)
+			if ip == nil {
+				return nil, fmt.Errorf("%q is not an IP address: the address at which the pods of cluster %s reach this machine", a, c.Name)
+			}
+			return ip, nil
+		}
+		return nil, fmt.Errorf("cluster %s was not made here: its pods' route to this machine is unknown (give it as the host address)", c.Name)
 	}
 	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "kind",
 		"--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").CombinedOutput()

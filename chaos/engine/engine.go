@@ -145,12 +145,15 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
-	if hasViewFaults(o.Set) && !c.Existing {
+	if hasViewFaults(o.Set) && (!c.Existing || o.Cluster.HostAddress != "") {
 		if err := e.startClusterProxy(ctx); err != nil {
 			return fail(err)
 		}
 	}
 	if err := e.deployOperator(ctx); err != nil {
+		return fail(err)
+	}
+	if err := e.awaitProxiedOperator(ctx); err != nil {
 		return fail(err)
 	}
 	if err := e.grantMetrics(ctx); err != nil {

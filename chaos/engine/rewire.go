@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
@@ -28,8 +29,10 @@ func hasViewFaults(set *scenario.Set) bool {
 	return slices.ContainsFunc(set.Scenarios, func(s *scenario.Scenario) bool { return scenario.IsViewAction(s.Spec.Fault.Action) })
 }
 
-// startClusterProxy starts the API proxy where the kind cluster's pods
-// reach this machine, for a set with view faults.
+// startClusterProxy starts the API proxy where the cluster's pods reach
+// this machine, for a set with view faults: the kind network's gateway
+// for a cluster created here, the --proxy-address given for an existing
+// one.
 func (e *Engine) startClusterProxy(ctx context.Context) error {
 	ip, err := e.Cluster.HostAddress(ctx)
 	if err != nil {
@@ -42,6 +45,24 @@ func (e *Engine) startClusterProxy(ctx context.Context) error {
 	e.view = &viewAccess{proxy: p, kill: e.killOperatorPods, target: e.operatorTarget}
 	e.proxyAddr = net.JoinHostPort(ip.String(), strconv.Itoa(p.Port()))
 	e.logf("API proxy for the view faults at https://%s: the operator's pods are rewired to it", e.proxyAddr)
+	return nil
+}
+
+// awaitProxiedOperator waits, once the rewired operator is deployed, for
+// its first request through the proxy: pods that cannot reach this
+// machine at the proxy's address would otherwise leave every view fault
+// acting on nothing.
+func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
+	if e.view == nil || e.hermetic != nil {
+		return nil
+	}
+	err := framework.PollFor(ctx, "the operator's first request through the API proxy", 90*time.Second, 500*time.Millisecond,
+		func(context.Context) (bool, string, error) {
+			return len(e.view.proxy.Requests()) > 0, "no request yet at https://" + e.proxyAddr, nil
+		})
+	if err != nil {
+		return fmt.Errorf("the operator's pods do not reach the API proxy at %s (is that where they reach this machine? --proxy-address): %w", e.proxyAddr, err)
+	}
 	return nil
 }
 

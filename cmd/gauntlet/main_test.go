@@ -51,6 +51,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--kubeconfig", "/nonexistent"}, "--kubeconfig: stat /nonexistent"},
 		{[]string{"run", "--kind-config", "/nonexistent.yaml"}, "--kind-config: stat /nonexistent.yaml"},
 		{[]string{"run", "--timeout", "0s"}, "--timeout 0s: want a positive duration"},
+		{[]string{"run", "--proxy-address", "172.18.0.1"}, "--proxy-address goes with --kubeconfig"},
+		{[]string{"run", "--kubeconfig", "/dev/null", "--proxy-address", "gateway"}, `--proxy-address "gateway": want the IP address`},
 		{[]string{"run", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"run", "extra"}, `unknown command "extra" for "gauntlet run"`},
 		{[]string{"report"}, "want 1 arguments ([DIR]), got 0"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -45,6 +46,7 @@ type runFlags struct {
 	multiNode                  bool
 	envtest                    bool
 	envtestAssets              string
+	proxyAddress               string
 	chaosController            string
 	chaosDaemon, pause         string
 	timeout                    time.Duration
@@ -86,6 +88,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster ("+cluster.MultiNodeKindConfig+": a control plane and three workers, for node-loss scenarios) instead of the single-node default")
 	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
+	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it an existing cluster's view faults are skipped")
 	fs.BoolVar(&f.envtest, "envtest", false, "run on envtest (a kube-apiserver and etcd on this machine; no Docker, no Chaos Mesh) with the operator as a process behind the API proxy, as its Operator file's spec.process says: for view faults; Chaos Mesh faults are skipped")
 	fs.StringVar(&f.envtestAssets, "envtest-assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder with kube-apiserver and etcd for --envtest (default $KUBEBUILDER_ASSETS; in a Gauntlet checkout, make envtest-bins builds them under bin/k8s)")
 	cmd.MarkFlagsMutuallyExclusive("envtest", "kubeconfig")
@@ -182,6 +185,14 @@ func (f *runFlags) validate() error {
 	}
 	if _, err := selectFrom(all, f.scenarios); err != nil {
 		return usageError{err}
+	}
+	if f.proxyAddress != "" {
+		if f.kubeconfig == "" {
+			return usagef("--proxy-address goes with --kubeconfig: the pods of a cluster created here reach this machine on the kind network's gateway")
+		}
+		if net.ParseIP(f.proxyAddress) == nil {
+			return usagef("--proxy-address %q: want the IP address at which the cluster's pods reach this machine", f.proxyAddress)
+		}
 	}
 	if f.kubeconfig != "" {
 		if _, err := os.Stat(f.kubeconfig); err != nil {
@@ -293,7 +304,7 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 	e, err := engine.Setup(ctx, engine.Options{
 		Envtest: hermetic,
 		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
-			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, Log: prog},
+			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, HostAddress: f.proxyAddress, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
 		Set:          f.loaded,
 		Overrides:    f.overrides,
