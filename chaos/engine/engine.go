@@ -282,6 +282,11 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 				ready++
 			}
 		}
+		if ready < len(pods) || ready == 0 {
+			if err := e.unreachedProxy(start); err != nil {
+				return false, "", err // rewired pods that cannot reach the proxy will not get ready
+			}
+		}
 		return ready > 0 && ready == len(pods), fmt.Sprintf("%d of %d operator pods ready", ready, len(pods)), nil
 	})
 	if err != nil {

@@ -66,6 +66,17 @@ func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
 	return nil
 }
 
+// unreachedProxy is the same verdict while the operator's pods are not
+// ready yet: none of its requests reached the proxy in the 45 s since
+// it was deployed.
+func (e *Engine) unreachedProxy(deployed time.Time) error {
+	if e.view == nil || e.hermetic != nil || time.Since(deployed) < 45*time.Second || len(e.view.proxy.Requests()) > 0 {
+		return nil
+	}
+	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s: is that where they reach this machine? (--proxy-address)",
+		e.proxyAddr, time.Since(deployed).Round(time.Second))
+}
+
 // rewire points the operator's pods at the proxy: their in-cluster client
 // reads the API server's address from KUBERNETES_SERVICE_HOST and _PORT,
 // and its CA, token and namespace from the ServiceAccount folder, which
