@@ -76,7 +76,7 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := cluster.Deploy(ctx, e.Config, kept, cluster.DeployOptions{})
+	d, err := cluster.Deploy(ctx, e.Config, kept, cluster.DeployOptions{Namespace: e.operator.Namespace})
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,9 @@ func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.
 					name = "default"
 				}
 				sa = client.ObjectKey{Namespace: u.GetNamespace(), Name: name}
+				if sa.Namespace == "" {
+					sa.Namespace = e.operator.Namespace
+				}
 				continue
 			}
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
@@ -144,7 +147,11 @@ func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.
 // spec.selector matches.
 func (e *Engine) isOperatorWorkload(u *unstructured.Unstructured) bool {
 	tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-	return u.GetKind() == "Deployment" && u.GetNamespace() == e.operator.Namespace &&
+	ns := u.GetNamespace()
+	if ns == "" {
+		ns = e.operator.Namespace // applied there
+	}
+	return u.GetKind() == "Deployment" && ns == e.operator.Namespace &&
 		labels.SelectorFromSet(e.operator.Selector).Matches(labels.Set(tmpl))
 }
 
