@@ -243,8 +243,8 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 }
 
 // simulate plays, every 200ms, the StatefulSet and Deployment controllers
-// with their kubelets (pods made and marked ready), and the garbage
-// collector, which envtest does not run.
+// with their kubelets (pods made and marked ready), the garbage collector
+// and the claim protection controller, which envtest does not run.
 func (e *Engine) simulate(ctx context.Context) {
 	defer close(e.hermetic.stopped)
 	c := e.hermetic.env.Client
@@ -255,6 +255,7 @@ func (e *Engine) simulate(ctx context.Context) {
 		&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &policyv1.PodDisruptionBudgetList{}, &batchv1.CronJobList{}, &batchv1.JobList{},
 		&corev1.ServiceAccountList{},
 	}}
+	claims := &framework.ClaimProtection{Client: c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -263,7 +264,7 @@ func (e *Engine) simulate(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step} {
+		for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step, claims.Step} {
 			if _, err := step(ctx); err != nil && ctx.Err() == nil {
 				e.logf("envtest simulator: %v", err)
 			}

@@ -110,8 +110,8 @@ func stripStatus(v map[string]any) map[string]any {
 	return out
 }
 
-// desired is a child's desired state: labels, annotations, owners, spec
-// and data, without what the API server or a random source fills in
+// desired is a child's desired state: labels, annotations, owners,
+// whether it is marked for deletion, spec and data, without what the API server or a random source fills in
 // (clusterIPs, bound volume names, Secret values, which may be generated).
 func desired(u *unstructured.Unstructured) map[string]any {
 	out := map[string]any{"labels": u.GetLabels(), "annotations": u.GetAnnotations()}
@@ -124,6 +124,11 @@ func desired(u *unstructured.Unstructured) map[string]any {
 		owners = append(owners, o.Kind+"/"+o.Name+ctl)
 	}
 	out["owners"] = owners
+	if u.GetDeletionTimestamp() != nil {
+		// Marked for deletion and held by a finalizer (a claim a pod
+		// still mounts): on its way out, unlike the same object alive.
+		out["deleting"] = true
+	}
 	if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
 		for _, f := range []string{"clusterIP", "clusterIPs", "volumeName"} {
 			delete(spec, f)
