@@ -74,7 +74,13 @@ func (r *run) captureEnd(ctx context.Context) (*endState, error) {
 			if slices.Contains(harnessObjects, key) {
 				continue
 			}
-			st.Children[key] = normalizeValue(desired(c), norm).(map[string]any)
+			child := normalizeValue(desired(c), norm).(map[string]any)
+			if made, resource := c.GetCreationTimestamp(), u.GetCreationTimestamp(); made.Before(&resource) {
+				// Older than the resource it serves: left by an earlier
+				// object of the same name (a recreate) and taken over.
+				child["predatesResource"] = true
+			}
+			st.Children[key] = child
 		}
 	}
 	return st, nil
