@@ -105,6 +105,9 @@ type DeployOptions struct {
 	DryRun bool
 	// Timeout bounds the wait for CRDs to be established (1m when zero).
 	Timeout time.Duration
+	// Namespace is where a namespaced object that names none goes, as
+	// with kubectl apply -n (plain manifests often leave it out).
+	Namespace string
 }
 
 // Deployment is what Deploy did and what the API server said about it.
@@ -178,6 +181,9 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if u.GetNamespace() == "" && o.Namespace != "" {
+				u.SetNamespace(o.Namespace)
+			}
 			ri = dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
 		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true, DryRun: dryRun}); err != nil {

@@ -266,7 +266,7 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		// plane: a node-loss scenario loses members, not the operator.
 		e.logf("keeping %d operator workloads on the control plane (the cluster has workers to lose)", cluster.PinToControlPlane(objs))
 	}
-	d, err := cluster.Deploy(ctx, e.Config, objs, cluster.DeployOptions{})
+	d, err := cluster.Deploy(ctx, e.Config, objs, cluster.DeployOptions{Namespace: e.operator.Namespace})
 	if err != nil {
 		return err
 	}
@@ -305,13 +305,20 @@ func (e *Engine) renderOperator() ([]*unstructured.Unstructured, error) {
 // variables expanded.
 func renderOperator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructured.Unstructured, error) {
 	dir := filepath.Dir(file)
+	for _, p := range append([]string{op.Kustomize}, op.Manifests...) {
+		for _, m := range variableUse.FindAllStringSubmatch(p, -1) {
+			if v, _ := vars.Value(m[1]); v == "" {
+				return nil, fmt.Errorf("%s: ${%s} is empty: give it with --set %s=... or the environment", p, m[1], m[1])
+			}
+		}
+	}
 	var objs []*unstructured.Unstructured
 	var err error
 	if op.Kustomize != "" {
-		objs, err = cluster.RenderKustomization(filepath.Join(dir, vars.Expand(op.Kustomize)))
+		objs, err = cluster.RenderKustomization(operatorPath(dir, op.Kustomize, vars))
 	} else {
 		for _, m := range op.Manifests {
-			more, rerr := readObjects(filepath.Join(dir, vars.Expand(m)), vars)
+			more, rerr := readObjects(operatorPath(dir, m, vars), vars)
 			objs, err = append(objs, more...), errors.Join(err, rerr)
 		}
 	}
@@ -319,6 +326,17 @@ func renderOperator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstr
 		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
 	}
 	return expandObjects(objs, vars)
+}
+
+// operatorPath is a path of the Operator file's kustomize or manifests,
+// variables expanded (so that it can name a checkout the user points at
+// with --set): an absolute path as it is, a relative one from dir.
+func operatorPath(dir, p string, vars Vars) string {
+	p = vars.Expand(p)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 // operatorPods are the running operator pods.

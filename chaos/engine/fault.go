@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -151,15 +154,25 @@ func (r *run) during(ctx context.Context, _ *rand.Rand) error {
 	if r.command != nil {
 		r.startCommand(ctx, r.s.Spec.Workload.Command)
 	}
-	for i, a := range r.s.Spec.During {
+	return r.actions(ctx, "during", r.s.Spec.During)
+}
+
+// actions takes a list of the scenario's actions (before or during) in
+// order.
+func (r *run) actions(ctx context.Context, list string, actions []scenario.Action) error {
+	for i, a := range actions {
 		switch {
+		case a.Recreate:
+			if err := r.recreate(ctx); err != nil {
+				return fmt.Errorf("%s[%d]: recreating the resource: %w", list, i, err)
+			}
 		case a.Patch != nil:
 			raw, err := json.Marshal(a.Patch)
 			if err != nil {
 				return err
 			}
 			patch := []byte(r.vars.Expand(string(raw)))
-			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept during[%d]'s patch", i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept %s[%d]'s patch", list, i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 				if _, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 					return false, err.Error(), nil
 				}
@@ -180,6 +193,71 @@ func (r *run) during(ctx context.Context, _ *rand.Rand) error {
 			}
 		}
 	}
+	return nil
+}
+
+// recreate deletes the resource, waits until it is gone (the operator's
+// finalizers done; at most its convergence bound), creates it again from
+// the manifest and waits until it converged. It records the
+// resourceVersion at which the old object was first seen marked for
+// deletion: a stale view "as of the deletion" reads there.
+func (r *run) recreate(ctx context.Context) error {
+	name := r.obj.GetName()
+	cur, err := r.resource().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	w, err := r.resource().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: cur.GetResourceVersion()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := r.resource().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	within := r.s.Spec.Resource.ConvergeWithin.Duration
+	if within == 0 {
+		within = 5 * time.Minute
+	}
+	timeout := time.After(within)
+	r.deletedRV = ""
+	for gone := false; !gone; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("%s was not gone %s after its deletion (a finalizer left?)", name, within)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("the watch on the resource ended before it was gone")
+			}
+			u, isObj := ev.Object.(*unstructured.Unstructured)
+			if !isObj {
+				continue
+			}
+			if r.deletedRV == "" && u.GetDeletionTimestamp() != nil {
+				r.deletedRV = u.GetResourceVersion()
+			}
+			gone = ev.Type == watch.Deleted
+		}
+	}
+	start := time.Now()
+	objs, err := readObjects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	if err != nil {
+		return err
+	}
+	obj := objs[0]
+	obj.SetNamespace(r.ns)
+	created, err := r.resource().Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	r.obj = created
+	if err := r.waitConverged(ctx); err != nil {
+		return err
+	}
+	r.e.logf("%s: recreated %s (old one marked for deletion at resourceVersion %s), converged in %s",
+		r.s.Metadata.Name, name, r.deletedRV, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

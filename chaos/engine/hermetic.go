@@ -76,7 +76,7 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := cluster.Deploy(ctx, e.Config, kept, cluster.DeployOptions{})
+	d, err := cluster.Deploy(ctx, e.Config, kept, cluster.DeployOptions{Namespace: e.operator.Namespace})
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,9 @@ func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.
 					name = "default"
 				}
 				sa = client.ObjectKey{Namespace: u.GetNamespace(), Name: name}
+				if sa.Namespace == "" {
+					sa.Namespace = e.operator.Namespace
+				}
 				continue
 			}
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
@@ -144,7 +147,11 @@ func (e *Engine) forEnvtest(objs []*unstructured.Unstructured) ([]*unstructured.
 // spec.selector matches.
 func (e *Engine) isOperatorWorkload(u *unstructured.Unstructured) bool {
 	tmpl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-	return u.GetKind() == "Deployment" && u.GetNamespace() == e.operator.Namespace &&
+	ns := u.GetNamespace()
+	if ns == "" {
+		ns = e.operator.Namespace // applied there
+	}
+	return u.GetKind() == "Deployment" && ns == e.operator.Namespace &&
 		labels.SelectorFromSet(e.operator.Selector).Matches(labels.Set(tmpl))
 }
 
@@ -236,8 +243,8 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 }
 
 // simulate plays, every 200ms, the StatefulSet and Deployment controllers
-// with their kubelets (pods made and marked ready), and the garbage
-// collector, which envtest does not run.
+// with their kubelets (pods made and marked ready), the garbage collector
+// and the claim protection controller, which envtest does not run.
 func (e *Engine) simulate(ctx context.Context) {
 	defer close(e.hermetic.stopped)
 	c := e.hermetic.env.Client
@@ -248,6 +255,7 @@ func (e *Engine) simulate(ctx context.Context) {
 		&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &policyv1.PodDisruptionBudgetList{}, &batchv1.CronJobList{}, &batchv1.JobList{},
 		&corev1.ServiceAccountList{},
 	}}
+	claims := &framework.ClaimProtection{Client: c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -256,7 +264,7 @@ func (e *Engine) simulate(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step} {
+		for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step, claims.Step} {
 			if _, err := step(ctx); err != nil && ctx.Err() == nil {
 				e.logf("envtest simulator: %v", err)
 			}

@@ -65,7 +65,7 @@ func selectorMistakes(file string, op *scenario.OperatorSpec, objs []*unstructur
 	sel := labels.SelectorFromSet(op.Selector)
 	var there []string
 	for _, o := range objs {
-		if o.GetNamespace() != op.Namespace {
+		if ns := o.GetNamespace(); ns != op.Namespace && ns != "" { // none: applied in op.Namespace
 			continue
 		}
 		tmpl, found, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")

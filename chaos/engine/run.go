@@ -98,6 +98,9 @@ type run struct {
 	started time.Time
 	// createdRV is the resource's resourceVersion when it was created.
 	createdRV string
+	// deletedRV is where a before step's recreate first saw the old
+	// object marked for deletion.
+	deletedRV string
 	command   chan commandResult
 	kv        workload.KV
 	res       *report.Result
@@ -259,6 +262,11 @@ func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
 		Name: r.s.Metadata.Name,
 		Hold: f.Hold.Duration,
 		Fault: func(ctx context.Context, _ *rand.Rand) (*Experiment, error) {
+			// The before steps (the twin takes them too), then the
+			// fault on what they left.
+			if err := r.actions(ctx, "before", r.s.Spec.Before); err != nil {
+				return nil, err
+			}
 			return r.experiment(ctx, f)
 		},
 		During:    func(ctx context.Context) error { return r.during(ctx, rng) },

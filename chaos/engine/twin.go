@@ -74,7 +74,13 @@ func (r *run) captureEnd(ctx context.Context) (*endState, error) {
 			if slices.Contains(harnessObjects, key) {
 				continue
 			}
-			st.Children[key] = normalizeValue(desired(c), norm).(map[string]any)
+			child := normalizeValue(desired(c), norm).(map[string]any)
+			if made, resource := c.GetCreationTimestamp(), u.GetCreationTimestamp(); made.Before(&resource) {
+				// Older than the resource it serves: left by an earlier
+				// object of the same name (a recreate) and taken over.
+				child["predatesResource"] = true
+			}
+			st.Children[key] = child
 		}
 	}
 	return st, nil
@@ -110,8 +116,8 @@ func stripStatus(v map[string]any) map[string]any {
 	return out
 }
 
-// desired is a child's desired state: labels, annotations, owners, spec
-// and data, without what the API server or a random source fills in
+// desired is a child's desired state: labels, annotations, owners,
+// whether it is marked for deletion, spec and data, without what the API server or a random source fills in
 // (clusterIPs, bound volume names, Secret values, which may be generated).
 func desired(u *unstructured.Unstructured) map[string]any {
 	out := map[string]any{"labels": u.GetLabels(), "annotations": u.GetAnnotations()}
@@ -124,6 +130,11 @@ func desired(u *unstructured.Unstructured) map[string]any {
 		owners = append(owners, o.Kind+"/"+o.Name+ctl)
 	}
 	out["owners"] = owners
+	if u.GetDeletionTimestamp() != nil {
+		// Marked for deletion and held by a finalizer (a claim a pod
+		// still mounts): on its way out, unlike the same object alive.
+		out["deleting"] = true
+	}
 	if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
 		for _, f := range []string{"clusterIP", "clusterIPs", "volumeName"} {
 			delete(spec, f)

@@ -23,6 +23,9 @@ func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment
 	if err != nil {
 		return nil, err
 	}
+	if f.StaleFrom == scenario.StaleFromDeleted && r.deletedRV == "" {
+		return nil, fmt.Errorf("staleFrom %q: the recreate never saw the old object marked for deletion (it had no finalizer)", scenario.StaleFromDeleted)
+	}
 	rule := r.viewRule(f)
 	if r.twin {
 		// The fault-free twin: the same timeline, the proxy untouched.
@@ -103,8 +106,11 @@ func (r *run) viewRule(f scenario.Fault) apiproxy.Rule {
 		rule.After = f.After
 	case scenario.ActionStaleView:
 		rule.Stale, rule.Lag = true, f.Lag.Duration
-		if f.StaleFrom == scenario.StaleFromCreated {
+		switch f.StaleFrom {
+		case scenario.StaleFromCreated:
 			rule.AtResourceVersion = r.createdRV
+		case scenario.StaleFromDeleted:
+			rule.AtResourceVersion = r.deletedRV
 		}
 	case scenario.ActionWatchDelay:
 		rule.Events, rule.Delay = apiproxy.EventsDelay, f.Latency.Duration

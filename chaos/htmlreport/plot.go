@@ -160,10 +160,10 @@ func conditionsPanel(p *plot.Plot, res *report.Result, sec func(time.Time) float
 		}
 	}
 	p.Add(l)
-	p.NominalY(types...)
-	p.Y.Min, p.Y.Max = -0.6, float64(len(types))-0.4
-	if len(types) == 0 {
-		p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Min, p.Y.Max = 0, 1
+	if len(types) > 0 { // gonum's NominalY indexes its first name
+		p.NominalY(types...)
+		p.Y.Min, p.Y.Max = -0.6, float64(len(types))-0.4
 	}
 	return p
 }

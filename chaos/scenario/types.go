@@ -57,6 +57,10 @@ type ScenarioSpec struct {
 	Roles map[string]Role `json:"roles,omitempty"`
 	// Fault is the Chaos Mesh experiment.
 	Fault Fault `json:"fault"`
+	// Before are actions taken once the resource converged, before the
+	// fault is injected (it then acts on what they left: a recreate's
+	// new object, a stale view as of the old one's deletion).
+	Before []Action `json:"before,omitempty"`
 	// During are actions taken once the fault is injected.
 	During []Action `json:"during,omitempty"`
 	// Workload runs from before the fault until the resource converged.
@@ -220,8 +224,10 @@ type Fault struct {
 	Lag metav1.Duration `json:"lag,omitempty"`
 	// StaleFrom is where a stale-view's reads come from: "created" serves
 	// them exactly as of the resource's creation (by its resourceVersion,
-	// which the API server keeps until it compacts); empty serves them
-	// as the proxy recorded them Lag before the injection.
+	// which the API server keeps until it compacts); "deleted" as of the
+	// moment a before step's recreate saw the old object marked for
+	// deletion; empty serves them as the proxy recorded them Lag before
+	// the injection.
 	StaleFrom string `json:"staleFrom,omitempty"`
 	// Restart kills the operator at the injection, so that it starts
 	// over onto the faulted view (Sieve's stale state: a restart onto a
@@ -263,12 +269,18 @@ func (f Fault) Describe() string {
 	return f.Action + " on " + f.Target
 }
 
-// Action is a step taken while the fault holds. Exactly one field is set.
+// Action is a step taken before the fault or while it holds. Exactly one
+// field is set.
 type Action struct {
 	// Patch is a JSON merge patch applied to the resource.
 	Patch map[string]any `json:"patch,omitempty"`
 	// DeletePods deletes a role's pods (and their claims when asked).
 	DeletePods *DeletePods `json:"deletePods,omitempty"`
+	// Recreate deletes the resource, waits until it is gone (its
+	// operator's finalizers done) and creates it again from its manifest:
+	// the same name, a new object, and the operator's cleanup of the old
+	// one behind it.
+	Recreate bool `json:"recreate,omitempty"`
 }
 
 // DeletePods deletes the pods of a role.

@@ -120,14 +120,31 @@ func (c *checker) scenario(s *Scenario, dir string) {
 	c.podSecurity("spec.podSecurity", sp.PodSecurity)
 	c.roles(sp.Roles)
 	c.fault(sp)
-	for i, a := range sp.During {
-		p := fmt.Sprintf("spec.during[%d]", i)
-		switch {
-		case (a.Patch == nil) == (a.DeletePods == nil):
-			c.at(p, "set exactly one of patch or deletePods")
-		case a.DeletePods != nil:
-			c.roleRef(p+".deletePods.role", a.DeletePods.Role, sp.Roles, false)
+	recreated := false
+	for _, list := range []struct {
+		name    string
+		actions []Action
+	}{{"before", sp.Before}, {"during", sp.During}} {
+		for i, a := range list.actions {
+			p := fmt.Sprintf("spec.%s[%d]", list.name, i)
+			n := 0
+			for _, set := range []bool{a.Patch != nil, a.DeletePods != nil, a.Recreate} {
+				if set {
+					n++
+				}
+			}
+			switch {
+			case n != 1:
+				c.at(p, "set exactly one of patch, deletePods or recreate")
+			case a.DeletePods != nil:
+				c.roleRef(p+".deletePods.role", a.DeletePods.Role, sp.Roles, false)
+			case a.Recreate && list.name == "before":
+				recreated = true
+			}
 		}
+	}
+	if sp.Fault.StaleFrom == StaleFromDeleted && !recreated {
+		c.at("spec.fault.staleFrom", "%q needs a before step that recreates the resource (before: [{recreate: true}])", StaleFromDeleted)
 	}
 	if w := sp.Workload; w != nil {
 		c.workload(w, sp.Roles)

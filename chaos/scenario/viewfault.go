@@ -14,6 +14,10 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // StaleFromCreated serves a stale view as of the resource's creation.
 const StaleFromCreated = "created"
 
+// StaleFromDeleted serves a stale view as of the old resource's deletion,
+// seen by a before step's recreate.
+const StaleFromDeleted = "deleted"
+
 // Verbs are the API verbs a request match may name.
 var Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
@@ -55,8 +59,8 @@ func (c *checker) viewFault(sp *ScenarioSpec) {
 	only("expire", f.Expire, ActionWatchClose)
 	only("staleFrom", f.StaleFrom != "", ActionStaleView)
 	only("restart", f.Restart, ActionStaleView, ActionWatchDelay, ActionWatchDrop, ActionWatchCoalesce)
-	if f.StaleFrom != "" && f.StaleFrom != StaleFromCreated {
-		c.at(p+".staleFrom", "%q: want %q (or leave it out and set lag)", f.StaleFrom, StaleFromCreated)
+	if f.StaleFrom != "" && f.StaleFrom != StaleFromCreated && f.StaleFrom != StaleFromDeleted {
+		c.at(p+".staleFrom", "%q: want %q or %q (or leave it out and set lag)", f.StaleFrom, StaleFromCreated, StaleFromDeleted)
 	}
 	if f.StaleFrom != "" && f.Lag.Duration != 0 {
 		c.at(p+".lag", "set lag or staleFrom, not both")
