@@ -56,6 +56,14 @@ func SetImage(objs []*unstructured.Unstructured, from, to string) int {
 	return editContainers(objs, []string{"containers", "initContainers"}, from, func(c map[string]any) { c["image"] = to })
 }
 
+// PullIfNotPresent sets imagePullPolicy IfNotPresent on the containers and
+// init containers whose image is image (with any tag), and returns how
+// many: an image loaded into a kind cluster is on its nodes and in no
+// registry, so a manifest's "Always" would leave its pods unable to start.
+func PullIfNotPresent(objs []*unstructured.Unstructured, image string) int {
+	return editContainers(objs, []string{"containers", "initContainers"}, image, func(c map[string]any) { c["imagePullPolicy"] = "IfNotPresent" })
+}
+
 // AppendArgs appends args to the containers whose image is image (ignoring
 // its tag) in the workloads among objs, and returns how many it changed.
 func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string) int {

@@ -37,6 +37,10 @@ func TestSetImageAndAppendArgs(t *testing.T) {
 	g.Expect(AppendArgs([]*unstructured.Unstructured{o}, "gauntlet.dev/operator:v2", "--bug=hot-loop")).To(Equal(1), "init containers keep their args")
 	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("args", []any{"--leader-elect", "--bug=hot-loop"}))
 	g.Expect(containers(o, "initContainers")[0]).NotTo(HaveKey("args"))
+
+	g.Expect(PullIfNotPresent([]*unstructured.Unstructured{o}, "gauntlet.dev/operator:v2")).To(Equal(2))
+	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("imagePullPolicy", "IfNotPresent"))
+	g.Expect(containers(o, "containers")[1]).NotTo(HaveKey("imagePullPolicy"), "another image keeps its policy")
 }
 
 func TestPinToControlPlane(t *testing.T) {

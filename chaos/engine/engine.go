@@ -248,6 +248,9 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		if cluster.SetImage(objs, img.Replaces, name) == 0 {
 			return fmt.Errorf("no container in the operator's manifests runs %s", img.Replaces)
 		}
+		if e.Cluster != nil && !e.Cluster.Existing {
+			cluster.PullIfNotPresent(objs, name) // loaded into the nodes, in no registry
+		}
 		if !argsDone {
 			cluster.AppendArgs(objs, name, e.operator.Args...)
 			argsDone = true

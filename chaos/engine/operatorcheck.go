@@ -9,12 +9,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -231,26 +227,24 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 	return c, nil
 }
 
-// ownedVersions maps the objects the resource controls, of the kinds an
-// operator usually owns, to their resourceVersions.
+// ownedVersions maps the objects the resource controls, of the kinds the
+// end state compares (childResources), to their resourceVersions. Jobs and
+// CronJobs are left out: their controllers write their status as they run
+// and on each schedule, whatever the operator does.
 func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	lists := map[string]client.ObjectList{
-		"StatefulSet": &appsv1.StatefulSetList{}, "Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{},
-		"ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}, "PodDisruptionBudget": &policyv1.PodDisruptionBudgetList{},
-	}
-	for kind, l := range lists {
-		if err := r.e.Client.List(ctx, l, client.InNamespace(r.ns)); err != nil {
-			return nil, err
+	for _, gvr := range childResources {
+		if gvr.Group == "batch" {
+			continue
 		}
-		items, err := meta.ExtractList(l)
+		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 		}
-		for _, it := range items {
-			o := it.(client.Object)
+		for i := range list.Items {
+			o := &list.Items[i]
 			if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == r.obj.GetUID() {
-				out[kind+"/"+o.GetName()] = o.GetResourceVersion()
+				out[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
 			}
 		}
 	}

@@ -119,8 +119,27 @@ func stripStatus(v map[string]any) map[string]any {
 // desired is a child's desired state: labels, annotations, owners,
 // whether it is marked for deletion, spec and data, without what the API server or a random source fills in
 // (clusterIPs, bound volume names, Secret values, which may be generated).
+// systemAnnotations are written by Kubernetes' own controllers (the
+// volume binder, the provisioner, the node a claim was made on), not by
+// the operator: when they are there says how far binding got at the
+// moment the end state was read, not what the operator wants.
+var systemAnnotations = []string{"pv.kubernetes.io/", "volume.kubernetes.io/", "volume.beta.kubernetes.io/"}
+
+func operatorAnnotations(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if !slices.ContainsFunc(systemAnnotations, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func desired(u *unstructured.Unstructured) map[string]any {
-	out := map[string]any{"labels": u.GetLabels(), "annotations": u.GetAnnotations()}
+	out := map[string]any{"labels": u.GetLabels(), "annotations": operatorAnnotations(u.GetAnnotations())}
 	var owners []string
 	for _, o := range u.GetOwnerReferences() {
 		ctl := ""

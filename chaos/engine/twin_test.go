@@ -68,3 +68,14 @@ func TestCompareTwin(t *testing.T) {
 	g.Expect(same[0].OK() && same[1].OK()).To(BeTrue(), "a run equals itself")
 	g.Expect(strings.Contains(show(map[string]any{"a": "<ns>"}), `\u003c`)).To(BeFalse(), "shown as written")
 }
+
+// Whether the volume binder got to a claim before the end state was read
+// is not the operator's doing.
+func TestOperatorAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(operatorAnnotations(map[string]string{
+		"pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "n1",
+		"volume.beta.kubernetes.io/storage-provisioner": "rancher.io/local-path", "example.com/owner": "db",
+	})).To(Equal(map[string]string{"example.com/owner": "db"}))
+	g.Expect(operatorAnnotations(map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"})).To(BeNil())
+}
