@@ -76,6 +76,13 @@ func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string)
 	})
 }
 
+// SameImage says whether ref is the image name with any tag or none:
+// gauntlet.dev/operator matches gauntlet.dev/operator:v1, not
+// gauntlet.dev/operator-tools:v1.
+func SameImage(ref, name string) bool {
+	return ref == name || strings.HasPrefix(ref, name+":")
+}
+
 // editContainers applies edit to every container, in the pod template
 // fields named, whose image is image (with any tag), and returns how many
 // it edited.
@@ -93,7 +100,7 @@ func editContainers(objs []*unstructured.Unstructured, fields []string, image st
 				if !ok {
 					continue
 				}
-				if img, _ := cm["image"].(string); img == image || strings.HasPrefix(img, image+":") {
+				if img, _ := cm["image"].(string); SameImage(img, image) {
 					edit(cm)
 					list[i] = cm
 					n++
