@@ -23,6 +23,9 @@ type held struct {
 	// behind says the event arrived while others were held, so it waited
 	// for them though no rule held it.
 	behind bool
+	// collapsed says a coalesce rule's release already kept this event as
+	// the newest of its object.
+	collapsed bool
 }
 
 // queue is a watch stream's events not yet delivered, in arrival order.
@@ -46,9 +49,16 @@ func (q *queue) push(h *held) {
 
 // due takes from the head every event that may go at now; next is when
 // the head may go if a timed delay holds it (zero: when a rule is removed).
-func (q *queue) due(now time.Time) (out []*held, next time.Time) {
+// A removed coalesce rule's events collapse when the first of them reaches
+// the head, under the same lock as the taking, so none can leave before
+// its object's newer events are merged into it; merged is what collapsed.
+func (q *queue) due(now time.Time) (out []*held, next time.Time, merged []coalesced) {
 	for len(q.items) > 0 {
 		h := q.items[0]
+		if h.rule != nil && h.rule.Events == EventsCoalesce && h.rule.removed.Load() && !h.collapsed {
+			merged = append(merged, q.collapse(h.rule)...)
+			continue
+		}
 		if h.rule != nil && !h.rule.removed.Load() {
 			if h.until.IsZero() {
 				break
@@ -62,7 +72,7 @@ func (q *queue) due(now time.Time) (out []*held, next time.Time) {
 		q.items[0] = nil
 		q.items = q.items[1:]
 	}
-	return out, next
+	return out, next, merged
 }
 
 // coalesced is what collapse kept of an object's events: the newest, and
@@ -97,6 +107,7 @@ func (q *queue) collapse(a *armed) []coalesced {
 	var merged []coalesced
 	for i, h := range q.items {
 		if h.rule == a {
+			h.collapsed = true
 			k := key{h.meta.Namespace, h.meta.Name}
 			switch {
 			case h.ev.Type == "BOOKMARK" && i != lastBookmark:
@@ -113,11 +124,12 @@ func (q *queue) collapse(a *armed) []coalesced {
 	return merged
 }
 
-// holding counts the events an armed rule holds.
+// holding counts the object events an armed rule holds (bookmarks,
+// which carry no object, aside).
 func (q *queue) holding() int {
 	n := 0
 	for _, h := range q.items {
-		if h.rule != nil && !h.rule.removed.Load() {
+		if h.rule != nil && !h.rule.removed.Load() && h.ev.Type != "BOOKMARK" {
 			n++
 		}
 	}

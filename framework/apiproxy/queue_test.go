@@ -30,11 +30,11 @@ func TestQueueHoldsInOrder(t *testing.T) {
 	q.push(ev("MODIFIED", "a", "2", hold, time.Time{}))
 	q.push(ev("ADDED", "b", "3", nil, time.Time{}))
 	g.Expect(q.items[2].behind).To(BeTrue(), "b arrived behind a held event")
-	out, next := q.due(t0)
+	out, next, _ := q.due(t0)
 	g.Expect(names(out)).To(Equal([]string{"ADDED a@1"}), "what was not held goes; b waits behind the held event")
 	g.Expect(next.IsZero()).To(BeTrue(), "held until the rule is removed")
 	hold.removed.Store(true)
-	out, _ = q.due(t0)
+	out, _, _ = q.due(t0)
 	g.Expect(names(out)).To(Equal([]string{"MODIFIED a@2", "ADDED b@3"}), "released in order")
 	g.Expect(q.items).To(BeEmpty())
 }
@@ -47,14 +47,14 @@ func TestQueueTimedDelay(t *testing.T) {
 	q.push(ev("MODIFIED", "a", "1", delay, t0.Add(2*time.Second)))
 	q.push(ev("MODIFIED", "b", "2", nil, time.Time{}))
 	q.push(ev("MODIFIED", "a", "3", delay, t0.Add(3*time.Second)))
-	out, next := q.due(t0.Add(time.Second))
+	out, next, _ := q.due(t0.Add(time.Second))
 	g.Expect(out).To(BeEmpty())
 	g.Expect(next).To(Equal(t0.Add(2 * time.Second)))
-	out, next = q.due(t0.Add(2 * time.Second))
+	out, next, _ = q.due(t0.Add(2 * time.Second))
 	g.Expect(names(out)).To(Equal([]string{"MODIFIED a@1", "MODIFIED b@2"}))
 	g.Expect(next).To(Equal(t0.Add(3 * time.Second)))
 	delay.removed.Store(true)
-	out, _ = q.due(t0.Add(2 * time.Second))
+	out, _, _ = q.due(t0.Add(2 * time.Second))
 	g.Expect(names(out)).To(Equal([]string{"MODIFIED a@3"}), "removing the rule lets the rest go at once")
 }
 
@@ -87,9 +87,37 @@ func TestQueueCollapse(t *testing.T) {
 	}
 	g.Expect(got).To(Equal([]string{"2→8", "3→9"}))
 	co.removed.Store(true)
-	out, _ := q.due(time.Now())
+	out, _, _ := q.due(time.Now())
 	g.Expect(names(out)).To(Equal([]string{"MODIFIED c@4"}), "d is held by another rule, and the rest behind it")
 	g.Expect(q.holding()).To(Equal(1))
+}
+
+// TestQueueCollapsesWhenDue: once a coalesce rule is removed, the first
+// of its events to reach the head collapses them all, so no event of an
+// object leaves before its newer ones are merged into it, whenever the
+// writer wakes; one that arrives later collapses with what is left.
+func TestQueueCollapsesWhenDue(t *testing.T) {
+	g := NewWithT(t)
+	co := &armed{Rule: Rule{Events: EventsCoalesce}}
+	var q queue
+	q.push(ev("MODIFIED", "a", "2", nil, time.Time{}))
+	q.push(ev("MODIFIED", "a", "3", co, time.Time{}))
+	q.push(ev("BOOKMARK", "", "4", co, time.Time{}))
+	q.push(ev("MODIFIED", "a", "5", co, time.Time{}))
+	g.Expect(q.holding()).To(Equal(2), "bookmarks are not counted")
+	out, _, merged := q.due(time.Now())
+	g.Expect(names(out)).To(Equal([]string{"MODIFIED a@2"}))
+	g.Expect(merged).To(BeEmpty(), "nothing collapses while the rule holds")
+
+	co.removed.Store(true)
+	q.push(ev("MODIFIED", "a", "6", co, time.Time{})) // matched the rule just before its removal
+	out, _, merged = q.due(time.Now())
+	g.Expect(names(out)).To(Equal([]string{"BOOKMARK @4", "MODIFIED a@6"}))
+	g.Expect(merged).To(HaveLen(1))
+	g.Expect(merged[0].n).To(Equal(3))
+	out, _, merged = q.due(time.Now())
+	g.Expect(out).To(BeEmpty())
+	g.Expect(merged).To(BeEmpty(), "collapsed once")
 }
 
 func TestTakesEvent(t *testing.T) {

@@ -160,9 +160,10 @@ func (s *stream) write() {
 	timer.Stop()
 	for {
 		s.mu.Lock()
-		out, next := s.q.due(time.Now())
+		out, next, merged := s.q.due(time.Now())
 		done := s.done && len(s.q.items) == 0
 		s.mu.Unlock()
+		s.coalesced(merged)
 		for _, h := range out {
 			s.delivered(h)
 			if s.send(h.ev) != nil {
@@ -246,27 +247,25 @@ func (s *stream) end() {
 	s.p.forget(s)
 }
 
-// release lets go of what rule a holds in the stream: its coalesced
-// events collapse to the newest of each object, and all become due.
-func (s *stream) release(a *armed) {
+// release wakes the stream's writer once rule a is removed: what a holds
+// becomes due, its coalesced events collapsing as they reach the head.
+func (s *stream) release(*armed) {
 	if s.opaque {
 		return
 	}
-	var merged []coalesced
-	if a.Events == EventsCoalesce {
-		s.mu.Lock()
-		merged = s.q.collapse(a)
-		s.mu.Unlock()
-	}
+	s.signal()
+}
+
+// coalesced records what collapsing a removed rule's events kept.
+func (s *stream) coalesced(merged []coalesced) {
 	for _, c := range merged {
 		events := "events"
 		if c.n == 1 {
 			events = "event"
 		}
-		s.p.inject(a.desc, s.info, "coalesced %d %s of %s into %s",
+		s.p.inject(c.last.rule.desc, s.info, "coalesced %d %s of %s into %s",
 			c.n, events, objectWhat(s.info, c.last.meta), c.last.ev.Type)
 	}
-	s.signal()
 }
 
 // close ends the stream, after an ERROR 410 event if expire.
