@@ -121,7 +121,7 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml
 ##@ Build
 
 .PHONY: build
-build: manager gauntlet ## Build the manager binary to bin/manager and the gauntlet CLI to bin/gauntlet.
+build: manager gauntlet api-relay ## Build the manager binary to bin/manager, the gauntlet CLI to bin/gauntlet and the API relay to bin/api-relay.
 
 .PHONY: manager
 manager: ## Build the manager and the backup program (both in the operator image) to bin/.
@@ -131,6 +131,13 @@ manager: ## Build the manager and the backup program (both in the operator image
 .PHONY: gauntlet
 gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./cmd/gauntlet
+
+# apirelay.Version: the relay image's tag this checkout's gauntlet deploys.
+RELAY_VERSION := 1
+
+.PHONY: api-relay
+api-relay: ## Build the API relay (the in-cluster end of the API proxy's tunnel, cmd/api-relay) to bin/api-relay.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/api-relay ./cmd/api-relay
 
 ##@ Test
 
@@ -251,6 +258,10 @@ images: docker-engine manager ## Build the operator image and the etcd images (E
 	  tools/images/build.sh operator $$tag && \
 	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
 	  echo "images: operator gauntlet.dev/operator:$$tag, etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM) (names in bin/images.env)"
+
+.PHONY: relay-image
+relay-image: docker-engine api-relay ## Build the API relay's image gauntlet.dev/api-relay:v$(RELAY_VERSION), FROM scratch, non-root; reused when present.
+	tools/images/build.sh api-relay v$(RELAY_VERSION)
 
 .PHONY: node-image
 node-image: docker-engine ## Build the kind node image (KIND_NODE_VERSION) offline from Go modules and Debian packages; reused when present.

@@ -70,6 +70,9 @@ func ForwardPort(ctx context.Context, cfg *rest.Config, namespace, pod string, p
 	return pf, nil
 }
 
+// Done is closed when the forward ends: closed, or its pod gone.
+func (pf *PortForward) Done() <-chan struct{} { return pf.done }
+
 // Close stops the forward.
 func (pf *PortForward) Close() {
 	pf.once.Do(func() { close(pf.stop) })

@@ -61,11 +61,27 @@ type Options struct {
 	// OperatorArgs are appended to the Operator file's args (a bug
 	// variant to switch on, a flag to try).
 	OperatorArgs []string
+	// Relay says how the operator's pods reach the API proxy of view
+	// faults through the cluster, when they cannot reach this machine.
+	Relay RelayOptions
 	// Envtest, when set, runs on envtest instead of a cluster: the
 	// operator as a process behind the API proxy, no Chaos Mesh.
 	Envtest *EnvtestOptions
 	// Log receives one line per step (default stderr).
 	Log io.Writer
+}
+
+// RelayOptions place the API relay (cmd/api-relay): a pod in the
+// operator's namespace the operator's pods connect to, tunnelled to the
+// API proxy on this machine over a port-forward. An existing cluster with
+// no Cluster.HostAddress uses it.
+type RelayOptions struct {
+	// Always uses it on a kind cluster created here too (whose pods
+	// otherwise reach the proxy on the kind network's gateway).
+	Always bool
+	// Image is the relay's image (default RelayImage), loaded into a
+	// kind cluster created here; an existing cluster's nodes must pull it.
+	Image string
 }
 
 // Engine is a cluster with the operator and Chaos Mesh, ready to run the
@@ -91,6 +107,9 @@ type Engine struct {
 	// cluster's pods reach it.
 	view      *viewAccess
 	proxyAddr string
+	// relay is set when the operator's pods reach the proxy through the
+	// API relay.
+	relay *relay
 	// noise is what differed between two fault-free runs (paths with
 	// list indexes written [*]), and calibrated says it was learned.
 	noise      map[string]bool
@@ -136,17 +155,16 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 		return fail(err)
 	}
 	if !c.Existing {
-		var images []string
-		for _, img := range e.operator.Images {
-			images = append(images, e.opVars.Expand(img.Name))
-		}
-		images = append(images, o.Chaos.ControllerImage, o.Chaos.DaemonImage)
-		if err := c.LoadImages(ctx, images...); err != nil {
+		if err := c.LoadImages(ctx, e.images()...); err != nil {
 			return fail(err)
 		}
 	}
-	if hasViewFaults(o.Set) && (!c.Existing || o.Cluster.HostAddress != "") {
-		if err := e.startClusterProxy(ctx); err != nil {
+	if hasViewFaults(o.Set) {
+		start := e.startClusterProxy
+		if e.viaRelay() {
+			start = e.startRelayedProxy
+		}
+		if err := start(ctx); err != nil {
 			return fail(err)
 		}
 	}
@@ -175,6 +193,20 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e.logf("Chaos Mesh installed in %s; kernel offers %s", inst.Duration.Round(time.Millisecond), strings.Join(have, " "))
 	return e, nil
+}
+
+// images are what a kind cluster created here is loaded with: the
+// Operator file's, Chaos Mesh's and the API relay's when it is used.
+func (e *Engine) images() []string {
+	var images []string
+	for _, img := range e.operator.Images {
+		images = append(images, e.opVars.Expand(img.Name))
+	}
+	images = append(images, e.o.Chaos.ControllerImage, e.o.Chaos.DaemonImage)
+	if e.viaRelay() {
+		images = append(images, e.relayImage())
+	}
+	return images
 }
 
 // setupHermetic brings up envtest, the operator's process and its proxy.
@@ -213,10 +245,16 @@ func (e *Engine) Teardown() error {
 	if e.hermetic != nil {
 		return e.hermetic.teardown()
 	}
+	var err error
+	if e.relay != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = e.stopRelay(ctx)
+		cancel()
+	}
 	if e.view != nil {
 		_ = e.view.proxy.Close()
 	}
-	return e.Cluster.Teardown()
+	return errors.Join(err, e.Cluster.Teardown())
 }
 
 // Name names where the set runs, for the report.

@@ -85,7 +85,7 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 	h.stop, h.stopped = cancel, make(chan struct{})
 	go e.simulate(simCtx)
 
-	if h.proxy, err = apiproxy.Start(e.Config, 0); err != nil {
+	if h.proxy, err = apiproxy.StartWith(e.Config, 0, apiproxy.Options{ErrorLog: e.proxyLog()}); err != nil {
 		return err
 	}
 	token, err := e.serviceAccountToken(ctx, sa)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
-	"slices"
 	"strconv"
 	"time"
 
@@ -26,7 +26,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // hasViewFaults says whether any scenario of the set makes a view fault.
 func hasViewFaults(set *scenario.Set) bool {
-	return slices.ContainsFunc(set.Scenarios, func(s *scenario.Scenario) bool { return scenario.IsViewAction(s.Spec.Fault.Action) })
+	return set.HasViewFaults()
 }
 
 // startClusterProxy starts the API proxy where the cluster's pods reach
@@ -38,7 +38,7 @@ func (e *Engine) startClusterProxy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("placing the API proxy for the view faults: %w", err)
 	}
-	p, err := apiproxy.StartWith(e.Config, 0, apiproxy.Options{Listen: net.JoinHostPort(ip.String(), "0"), IPs: []net.IP{ip}})
+	p, err := apiproxy.StartWith(e.Config, 0, apiproxy.Options{Listen: net.JoinHostPort(ip.String(), "0"), IPs: []net.IP{ip}, ErrorLog: e.proxyLog()})
 	if err != nil {
 		return err
 	}
@@ -46,6 +46,11 @@ func (e *Engine) startClusterProxy(ctx context.Context) error {
 	e.proxyAddr = net.JoinHostPort(ip.String(), strconv.Itoa(p.Port()))
 	e.logf("API proxy for the view faults at https://%s: the operator's pods are rewired to it", e.proxyAddr)
 	return nil
+}
+
+// proxyLog prints the proxy's own errors as the run's progress lines.
+func (e *Engine) proxyLog() *log.Logger {
+	return log.New(e.o.Log, "api-proxy: ", log.Ltime|log.Lmsgprefix)
 }
 
 // awaitProxiedOperator waits, once the rewired operator is deployed, for
@@ -61,9 +66,17 @@ func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
 			return len(e.view.proxy.Requests()) > 0, "no request yet at https://" + e.proxyAddr, nil
 		})
 	if err != nil {
-		return fmt.Errorf("the operator's pods do not reach the API proxy at %s (is that where they reach this machine? --proxy-address): %w", e.proxyAddr, err)
+		return fmt.Errorf("the operator's pods do not reach the API proxy at %s (%s): %w", e.proxyAddr, e.proxyHint(), err)
 	}
 	return nil
+}
+
+// proxyHint says what to check when no request reaches the proxy.
+func (e *Engine) proxyHint() string {
+	if e.relay != nil {
+		return fmt.Sprintf("through the API relay %s/%s, which carried %d connections: see its pod's log", e.relay.namespace, relayName, e.relay.tunnels.Paired())
+	}
+	return "is that where they reach this machine? --proxy-address, or leave it out to go through a relay in the cluster"
 }
 
 // unreachedProxy is the same verdict while the operator's pods are not
@@ -73,8 +86,8 @@ func (e *Engine) unreachedProxy(deployed time.Time) error {
 	if e.view == nil || e.hermetic != nil || time.Since(deployed) < 45*time.Second || len(e.view.proxy.Requests()) > 0 {
 		return nil
 	}
-	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s: is that where they reach this machine? (--proxy-address)",
-		e.proxyAddr, time.Since(deployed).Round(time.Second))
+	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s (%s)",
+		e.proxyAddr, time.Since(deployed).Round(time.Second), e.proxyHint())
 }
 
 // rewire points the operator's pods at the proxy: their in-cluster client

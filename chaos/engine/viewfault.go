@@ -17,7 +17,7 @@ import (
 func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
 	h := r.e.view
 	if h == nil {
-		return nil, Skip("view faults act through the API proxy the harness runs on this machine in front of the operator: on envtest (gauntlet run --envtest), on a kind cluster it creates, or on an existing cluster whose pods reach this machine at the address --proxy-address gives")
+		return nil, Skip("view faults act through the API proxy the harness puts in front of the operator, which this run did not start")
 	}
 	target, err := h.target(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,12 @@ type Set struct {
 	Scenarios    []*Scenario
 	// Files maps each scenario's name to its file.
 	Files map[string]string
+}
+
+// HasViewFaults says whether any scenario of the set makes a view fault
+// (through the API proxy).
+func (s *Set) HasViewFaults() bool {
+	return slices.ContainsFunc(s.Scenarios, func(sc *Scenario) bool { return IsViewAction(sc.Spec.Fault.Action) })
 }
 
 // LoadPaths reads every .yaml/.yml file of the given files and directories

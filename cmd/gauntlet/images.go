@@ -62,6 +62,9 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		prog.Done()
 	}
 	images := []string{f.nodeImage, f.chaosController, f.chaosDaemon}
+	if f.usesRelay() {
+		images = append(images, f.relayImage)
+	}
 	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
 	for _, img := range f.loaded.Operator.Spec.Images {
 		images = append(images, vars.Expand(img.Name))
@@ -106,10 +109,19 @@ func imageTargets(f *runFlags) []string {
 	if strings.HasPrefix(f.chaosController, "gauntlet.dev/") || strings.HasPrefix(f.chaosDaemon, "gauntlet.dev/") {
 		targets = append(targets, "chaos-images")
 	}
+	if f.usesRelay() && f.relayImage == engine.RelayImage {
+		targets = append(targets, "relay-image")
+	}
 	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
 		targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])
 	}
 	return targets
+}
+
+// usesRelay says whether a kind cluster created here gets the API relay:
+// asked for, and the files have view faults.
+func (f *runFlags) usesRelay() bool {
+	return f.proxyRelay && f.loaded.HasViewFaults()
 }
 
 // builtImages takes the image names this checkout's builds wrote: the

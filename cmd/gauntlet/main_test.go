@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
@@ -209,4 +211,24 @@ func TestImageTargets(t *testing.T) {
 	}
 	g.Expect(targets("../../suites/chaos/scenarios")).To(Equal([]string{"images", "chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
 	g.Expect(targets("../../suites/examples/memcached/scenarios")).To(Equal([]string{"chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
+
+	// --proxy-relay builds the relay's image, for files with view faults.
+	relayed := func(dir string) []string {
+		f := &runFlags{files: []string{dir}, nodeImage: "kindest/node:v1.35.0", chaosController: "x", chaosDaemon: "x",
+			proxyRelay: true, relayImage: engine.RelayImage}
+		g.Expect(f.load()).To(Succeed())
+		return imageTargets(f)
+	}
+	g.Expect(relayed("../../suites/examples/memcached/view-scenarios")).To(Equal([]string{"relay-image"}))
+	g.Expect(relayed("../../suites/examples/memcached/scenarios")).To(BeEmpty(), "no view faults, no relay")
+}
+
+// The relay image make relay-image tags is the one the CLI deploys.
+func TestRelayImageTag(t *testing.T) {
+	g := NewWithT(t)
+	mk, err := os.ReadFile("../../Makefile")
+	g.Expect(err).NotTo(HaveOccurred())
+	m := regexp.MustCompile(`(?m)^RELAY_VERSION := (\S+)$`).FindSubmatch(mk)
+	g.Expect(m).NotTo(BeNil(), "RELAY_VERSION in the Makefile")
+	g.Expect(engine.RelayImage).To(Equal("gauntlet.dev/api-relay:v" + string(m[1])))
 }

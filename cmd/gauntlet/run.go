@@ -47,6 +47,8 @@ type runFlags struct {
 	envtest                    bool
 	envtestAssets              string
 	proxyAddress               string
+	proxyRelay                 bool
+	relayImage                 string
 	chaosController            string
 	chaosDaemon, pause         string
 	timeout                    time.Duration
@@ -88,7 +90,10 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
 	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster ("+cluster.MultiNodeKindConfig+": a control plane and three workers, for node-loss scenarios) instead of the single-node default")
 	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
-	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it an existing cluster's view faults are skipped")
+	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it they reach the proxy through the API relay (--relay-image)")
+	fs.BoolVar(&f.proxyRelay, "proxy-relay", false, "on a kind cluster created here too, let the operator's pods reach the API proxy through the API relay, a pod tunnelled to this machine over a port-forward (as an existing cluster does without --proxy-address), not through the kind network's gateway")
+	fs.StringVar(&f.relayImage, "relay-image", getenv("GAUNTLET_RELAY_IMAGE", engine.RelayImage), "the API relay's image (make relay-image builds it): loaded into a kind cluster created here; with --kubeconfig, the nodes must pull it")
+	cmd.MarkFlagsMutuallyExclusive("proxy-relay", "proxy-address")
 	fs.BoolVar(&f.envtest, "envtest", false, "run on envtest (a kube-apiserver and etcd on this machine; no Docker, no Chaos Mesh) with the operator as a process behind the API proxy, as its Operator file's spec.process says: for view faults; Chaos Mesh faults are skipped")
 	fs.StringVar(&f.envtestAssets, "envtest-assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder with kube-apiserver and etcd for --envtest (default $KUBEBUILDER_ASSETS; in a Gauntlet checkout, make envtest-bins builds them under bin/k8s)")
 	cmd.MarkFlagsMutuallyExclusive("envtest", "kubeconfig")
@@ -306,6 +311,7 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, HostAddress: f.proxyAddress, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
+		Relay:        engine.RelayOptions{Always: f.proxyRelay, Image: f.relayImage},
 		Set:          f.loaded,
 		Overrides:    f.overrides,
 		OperatorArgs: f.operatorArgs,

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -66,6 +67,10 @@ type Options struct {
 	// IPs are further addresses clients reach the proxy at; its serving
 	// certificate names them.
 	IPs []net.IP
+	// ErrorLog receives the proxy's own errors: a client's broken TLS
+	// handshake, a request its client gave up on (default: the log
+	// package's standard logger).
+	ErrorLog *log.Logger
 }
 
 // Start listens on a free loopback port and forwards to the API server
@@ -104,11 +109,13 @@ func StartWith(upstream *rest.Config, seed uint64, o Options) (*Proxy, error) {
 		ModifyResponse: p.modifyResponse,
 		Transport:      transport,
 		FlushInterval:  -1, // watches stream event by event
+		ErrorLog:       o.ErrorLog,
 	}
 	p.srv = &http.Server{
 		Handler:           http.HandlerFunc(p.serve),
 		TLSConfig:         tlsServerConfig(cert),
 		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          o.ErrorLog,
 	}
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	return p, nil

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds Gauntlet's container images from binaries built here, offline: no
-# base image is pulled (both are FROM scratch). Each image is tagged by
+# base image is pulled (all are FROM scratch). Each image is tagged by
 # version and skipped when already present.
 #
 #   tools/images/build.sh operator <tag>          bin/manager, bin/backup -> gauntlet.dev/operator:<tag>
 #                                                 ($MANAGER_BIN, $BACKUP_BIN instead when set)
 #   tools/images/build.sh etcd <etcd-version>     bin/etcd/<version>/ -> gauntlet.dev/etcd:<etcd-version>
 #   tools/images/build.sh versitygw <version>     bin/versitygw/<version>/ -> gauntlet.dev/versitygw:<version>
+#   tools/images/build.sh api-relay <tag>         bin/api-relay -> gauntlet.dev/api-relay:<tag>
 #
-# Both run as the non-root user 65532 and hold static binaries only.
+# All run as the non-root user 65532 and hold static binaries only.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -92,6 +93,18 @@ versitygw)
 COPY versitygw /versitygw
 USER 65532:65532
 ENTRYPOINT ["/versitygw"]'
+	;;
+api-relay)
+	# The in-cluster end of the API proxy's tunnel (cmd/api-relay): it
+	# holds no credentials and only splices bytes.
+	b="$BIN/api-relay"
+	[ -x "$b" ] || { echo "error: $b is missing: run make api-relay" >&2; exit 1; }
+	static_or_die "$b"
+	cp "$b" "$ctx/api-relay"
+	build "$REPO/api-relay:$2" "$ctx" 'FROM scratch
+COPY api-relay /api-relay
+USER 65532:65532
+ENTRYPOINT ["/api-relay"]'
 	;;
 *) usage ;;
 esac
