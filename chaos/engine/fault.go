@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,13 +174,23 @@ func (r *run) actions(ctx context.Context, list string, actions []scenario.Actio
 			}
 			patch := []byte(r.vars.Expand(string(raw)))
 			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept %s[%d]'s patch", list, i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-				if _, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				_, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+				switch {
+				case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+					// Refused by the schema, a CEL rule or a webhook:
+					// asking again gets the same answer.
+					return false, "", fmt.Errorf("the API server refused %s[%d]'s patch: %w", list, i, err)
+				case err != nil:
 					return false, err.Error(), nil
 				}
 				return true, "", nil
 			})
 			if err != nil {
 				return err
+			}
+		case a.Converge:
+			if err := r.waitConverged(ctx); err != nil {
+				return fmt.Errorf("%s[%d]: %w", list, i, err)
 			}
 		case a.DeletePods != nil:
 			pods, err := r.roles.pods(ctx, a.DeletePods.Role)

@@ -120,6 +120,9 @@ func (r *run) fail(format string, args ...any) *report.Result {
 // every scenario on a cluster, and for the first of a set on envtest,
 // whose simulated world is the same each time.
 func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
+	if s.Spec.Assertions.SameAsFresh {
+		return e.runDifferential(ctx, s, seed, artifacts)
+	}
 	if !scenario.IsViewAction(s.Spec.Fault.Action) || e.view == nil {
 		res, _ := e.runOnce(ctx, s, seed, artifacts, false)
 		return res
@@ -180,7 +183,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	}
 	defer r.cleanup(ctx)
 	res := r.run(ctx, seed)
-	if res.Verdict() != report.Passed || e.view == nil {
+	if res.Verdict() != report.Passed || (e.view == nil && !s.Spec.Assertions.SameAsFresh && !twin) {
 		return res, nil
 	}
 	end, err := r.captureEnd(ctx)

@@ -48,6 +48,9 @@ type endState struct {
 	// Writes is how many writes the operator made through the proxy
 	// during the run.
 	Writes int `json:"writes"`
+	// Spec is the resource's spec at the end (not compared: a
+	// differential run creates a fresh resource with it).
+	Spec map[string]any `json:"spec,omitempty"`
 }
 
 // captureEnd reads the run's end state.
@@ -57,6 +60,7 @@ func (r *run) captureEnd(ctx context.Context) (*endState, error) {
 		return nil, err
 	}
 	st := &endState{Children: map[string]map[string]any{}}
+	st.Spec, _, _ = unstructured.NestedMap(u.Object, "spec")
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	norm := strings.NewReplacer(r.ns, "<namespace>", string(u.GetUID()), "<uid>")
 	st.Status = normalizeValue(stripStatus(status), norm).(map[string]any)

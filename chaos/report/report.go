@@ -264,7 +264,11 @@ type Injection struct {
 // TwinDiff is a view-fault run beside its fault-free twin (same seed, same
 // actions, the proxy without faults).
 type TwinDiff struct {
-	TwinWrites    int `json:"twinWrites"`
+	// Against is what the run was compared with: its fault-free twin
+	// (empty) or, for sameAsFresh, a fresh resource with its final spec
+	// ("fresh").
+	Against       string `json:"against,omitempty"`
+	TwinWrites    int    `json:"twinWrites"`
 	FaultedWrites int `json:"faultedWrites"`
 	// Differences between the end states, path by path.
 	Differences []Difference `json:"differences,omitempty"`

@@ -281,6 +281,10 @@ type Action struct {
 	// the same name, a new object, and the operator's cleanup of the old
 	// one behind it.
 	Recreate bool `json:"recreate,omitempty"`
+	// Converge waits until the resource's converged expressions hold
+	// again (within its convergeWithin): the operator settled on what the
+	// actions before asked for.
+	Converge bool `json:"converge,omitempty"`
 }
 
 // DeletePods deletes the pods of a role.
@@ -368,6 +372,11 @@ type Assertions struct {
 	Workload *WorkloadAssertions `json:"workload,omitempty"`
 	// Deletion judges the resource's deletion at the end of the scenario.
 	Deletion *DeletionAssertions `json:"deletion,omitempty"`
+	// SameAsFresh compares what the scenario left, once converged, with
+	// a fresh resource created with its final spec (the differential
+	// oracle): the status without timestamps and the children's desired
+	// state must be the same, whatever path the spec took to get there.
+	SameAsFresh bool `json:"sameAsFresh,omitempty"`
 }
 
 // DeletionAssertions judge how the operator lets its resource go.

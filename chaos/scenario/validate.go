@@ -128,14 +128,14 @@ func (c *checker) scenario(s *Scenario, dir string) {
 		for i, a := range list.actions {
 			p := fmt.Sprintf("spec.%s[%d]", list.name, i)
 			n := 0
-			for _, set := range []bool{a.Patch != nil, a.DeletePods != nil, a.Recreate} {
+			for _, set := range []bool{a.Patch != nil, a.DeletePods != nil, a.Recreate, a.Converge} {
 				if set {
 					n++
 				}
 			}
 			switch {
 			case n != 1:
-				c.at(p, "set exactly one of patch, deletePods or recreate")
+				c.at(p, "set exactly one of patch, deletePods, recreate or converge")
 			case a.DeletePods != nil:
 				c.roleRef(p+".deletePods.role", a.DeletePods.Role, sp.Roles, false)
 			case a.Recreate && list.name == "before":
@@ -444,6 +444,9 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 	}
 	if a.OperatorRestarts < 0 {
 		c.at(p+".operatorRestarts", "%d cannot be negative", a.OperatorRestarts)
+	}
+	if a.SameAsFresh && IsViewAction(sp.Fault.Action) {
+		c.at(p+".sameAsFresh", "a view fault's run is compared with its fault-free twin already: compare with a fresh resource under fault none or a Chaos Mesh fault")
 	}
 	if w := a.Workload; w != nil {
 		if sp.Workload == nil {

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+// freshSuffix names the scenario a differential run's fresh resource is
+// created by.
+const freshSuffix = "-fresh"
+
+// runDifferential runs a scenario whose assertions ask for sameAsFresh:
+// the scenario as written, then a fresh resource created with the spec it
+// ended with, and compares the two end states. The first fresh run of a
+// set is made twice, to learn what differs between two equal runs.
+func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
+	start := time.Now()
+	res, end := e.runOnce(ctx, s, seed, artifacts, false)
+	if res.Verdict() != report.Passed || end == nil {
+		return res
+	}
+	fresh, err := e.freshScenario(s, end.Spec, filepath.Join(artifacts, s.Metadata.Name, "fresh"))
+	if err != nil {
+		res.Errors = append(res.Errors, fmt.Sprintf("writing the fresh resource's manifest: %v", err))
+		return res
+	}
+	e.logf("%s: a fresh resource with the spec it ended with, to compare", s.Metadata.Name)
+	freshRes, freshEnd := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh"), true)
+	if freshRes.Verdict() != report.Passed || freshEnd == nil {
+		return unjudged(freshRes, "the fresh resource with the final spec", start)
+	}
+	if !e.calibrated {
+		e.logf("%s: a second fresh resource, to learn what differs between equal runs", s.Metadata.Name)
+		againRes, again := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), true)
+		if againRes.Verdict() != report.Passed || again == nil {
+			return unjudged(againRes, "the second fresh resource", start)
+		}
+		e.learnNoise(freshEnd, again)
+		e.calibrated = true
+	}
+	check, diff := compareFresh(freshEnd, end, e.noise)
+	res.Checks = append(res.Checks, check)
+	res.Violations = append(res.Violations, report.Violations([]report.Check{check})...)
+	res.Twin = diff
+	e.logf("%s: against a fresh resource with its final spec: %d differences", s.Metadata.Name, len(diff.Differences))
+	res.Took = time.Since(start)
+	return res
+}
+
+// freshScenario is s with no before or during actions and no fault,
+// whose resource is s's manifest with spec, written in dir.
+func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir string) (*scenario.Scenario, error) {
+	objs, err := readObjects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
+		Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
+	}
+	obj := objs[0]
+	if err := unstructured.SetNestedField(obj.Object, spec, "spec"); err != nil {
+		return nil, err
+	}
+	b, err := sigsyaml.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resource.yaml"), b, 0o644); err != nil {
+		return nil, err
+	}
+	f := *s
+	f.Metadata.Name = s.Metadata.Name + freshSuffix
+	f.Spec.Resource.Manifest = "resource.yaml"
+	f.Spec.Before, f.Spec.During, f.Spec.Workload = nil, nil, nil
+	f.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
+	f.Spec.Assertions = scenario.Assertions{StableFor: s.Spec.Assertions.StableFor, OperatorRestarts: s.Spec.Assertions.OperatorRestarts}
+	e.o.Set.Files[f.Metadata.Name] = filepath.Join(dir, "scenario.yaml")
+	return &f, nil
+}
+
+// compareFresh judges the scenario's end state against a fresh
+// resource's with the same spec; writes differ by nature (the scenario
+// took more steps) and are not judged.
+func compareFresh(fresh, got *endState, noise map[string]bool) (report.Check, *report.TwinDiff) {
+	checks, diff := compareTwin(fresh, got, noise)
+	diff.Against = "fresh"
+	// The generation counts the spec's changes, so a resource that took
+	// more steps observes a higher one.
+	var kept []report.Difference
+	for _, d := range diff.Differences {
+		if strings.HasSuffix(d.Path, ".observedGeneration") {
+			diff.Ignored = append(diff.Ignored, d.Path)
+			continue
+		}
+		kept = append(kept, d)
+	}
+	diff.Differences = kept
+	check := checks[0]
+	check.Kind, check.Name = "differential", "end state equals a fresh resource's with the same spec"
+	check.Value, check.Violation = "equal", ""
+	if n := len(diff.Differences); n > 0 {
+		check.Value = fmt.Sprintf("%d differences", n)
+		first := diff.Differences[0]
+		check.Violation = fmt.Sprintf("the end state differs from a fresh resource's with the same spec in %d places, first %s: %s fresh, %s here", n, first.Path, first.Twin, first.Faulted)
+	}
+	return check, diff
+}
