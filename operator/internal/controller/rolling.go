@@ -55,7 +55,7 @@ func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, er
 
 	if voters := len(s.members); etcd.FaultTolerance(voters) == 0 {
 		s.waitFor(dbv1.ReasonWaitingForQuorum, fmt.Sprintf(
-			"rolling update paused at %d of %d members: a %d-member cluster tolerates no member down, so replacing one would lose quorum; scale to 3 or more members to upgrade without an outage",
+			"rolling update (to the new spec.image or spec.resources) paused at %d of %d members: a %d-member cluster tolerates no member down, so replacing one would lose quorum; set spec.replicas to 3 or more to roll it without an outage",
 			done, total, voters))
 		return ctrl.Result{}, nil
 	}
