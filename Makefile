@@ -142,7 +142,7 @@ api-relay: ## Build the API relay (the in-cluster end of the API proxy's tunnel,
 ##@ Test
 
 .PHONY: test
-test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
+test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view test-explore ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members, every hermetic package (about 1 min warm).
@@ -181,6 +181,17 @@ test-view: gauntlet envtest-bins ## View tier: view-fault scenario files (API er
 	    --report $(ARTIFACTS)/view/$$(echo $$d | tr / -) || exit 1; \
 	  echo ">> view scenarios of $$d passed in $$(( $$(date +%s) - start ))s"; \
 	done
+
+EXPLORE_SEED ?= 1
+
+.PHONY: test-explore
+test-explore: gauntlet envtest-bins ## Explore tier: a short campaign of spec changes generated from the reference operator's CRD, on envtest, judged by the automatic oracles; a finding fails it; no Docker.
+	@mkdir -p $(ARTIFACTS)
+	@start=$$(date +%s); \
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet explore -f suites/view/scenarios \
+	  --base status-conflicts-during-scale-up --seed $(EXPLORE_SEED) --sequences 2 --budget 8m \
+	  --skip-field spec.deletionPolicy --report $(ARTIFACTS)/explore && \
+	echo ">> explore campaign passed in $$(( $$(date +%s) - start ))s"
 
 .PHONY: test-view-bugs
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).

@@ -61,15 +61,10 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 // freshScenario is s with no before or during actions and no fault,
 // whose resource is s's manifest with spec, written in dir.
 func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir string) (*scenario.Scenario, error) {
-	objs, err := readObjects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
-		Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
+	obj, err := e.baseObject(s)
 	if err != nil {
 		return nil, err
 	}
-	if len(objs) != 1 {
-		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
-	}
-	obj := objs[0]
 	if err := unstructured.SetNestedField(obj.Object, spec, "spec"); err != nil {
 		return nil, err
 	}

@@ -364,8 +364,13 @@ func (r *run) waitConverged(ctx context.Context) error {
 	if within == 0 {
 		within = 5 * time.Minute
 	}
+	// last is what the resource showed last: a failed look at the events
+	// as the wait runs out must not hide it.
+	var last string
 	return framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
 		switch refused, err := r.admissionRefusal(ctx); {
+		case err != nil && last != "":
+			return false, last, nil
 		case err != nil:
 			return false, err.Error(), nil
 		case refused != "":
@@ -379,7 +384,8 @@ func (r *run) waitConverged(ctx context.Context) error {
 		for i, p := range progs {
 			ok, err := p.eval(u.Object)
 			if err != nil || !ok {
-				return false, fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u)), nil
+				last = fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u))
+				return false, last, nil
 			}
 		}
 		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {

@@ -269,7 +269,7 @@ type TwinDiff struct {
 	// ("fresh").
 	Against       string `json:"against,omitempty"`
 	TwinWrites    int    `json:"twinWrites"`
-	FaultedWrites int `json:"faultedWrites"`
+	FaultedWrites int    `json:"faultedWrites"`
 	// Differences between the end states, path by path.
 	Differences []Difference `json:"differences,omitempty"`
 	// Ignored are paths that differed too but also differ between two

@@ -272,6 +272,15 @@ func (f *runFlags) runOptions(seeds map[string]uint64) (engine.RunOptions, error
 // runChaos makes the run: images, cluster, operator, Chaos Mesh, the
 // scenarios, the report. seeds pins recorded seeds (replay).
 func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout, stderr io.Writer) error {
+	return withEngine(ctx, f, seeds, stdout, stderr, runScenarios)
+}
+
+// engineAct is what a command does once the engine is up.
+type engineAct func(ctx context.Context, e *engine.Engine, ro engine.RunOptions, prog *progress, stdout io.Writer) error
+
+// withEngine brings up what the flags ask for (images, cluster or
+// envtest, operator, Chaos Mesh), hands it to act and tears it down.
+func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout, stderr io.Writer, act engineAct) error {
 	prog := newProgress(stderr)
 	defer prog.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(prog), zap.Level(zapcore.ErrorLevel)))
@@ -328,6 +337,11 @@ func runChaos(ctx context.Context, f *runFlags, seeds map[string]uint64, stdout,
 		prog.Done()
 	}()
 	prog.Done()
+	return act(ctx, e, ro, prog, stdout)
+}
+
+// runScenarios runs the selected scenarios and prints the summary.
+func runScenarios(ctx context.Context, e *engine.Engine, ro engine.RunOptions, prog *progress, stdout io.Writer) error {
 	prog.Phase(fmt.Sprintf("%d scenarios", len(ro.Only)))
 	rep, err := e.RunAll(ctx, ro)
 	prog.Done()

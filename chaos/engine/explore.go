@@ -1,0 +1,440 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+// ExploreOptions shape a campaign of `gauntlet explore`.
+type ExploreOptions struct {
+	// Base names the scenario the campaign starts from: its resource, its
+	// converged expressions and its variables (default: the set's first).
+	Base string
+	// Seed fixes the plan and every run's seed; it replays the campaign.
+	Seed uint64
+	// Sequences is how many multi-step sequences follow the single steps
+	// (default 10); MaxSteps bounds their length (default 3).
+	Sequences, MaxSteps int
+	// Budget stops starting new runs once spent (default 30m).
+	Budget time.Duration
+	// NoShrink writes failing sequences as they are.
+	NoShrink bool
+	// SkipFields are spec fields (spec.a.b, and everything under them)
+	// the campaign leaves alone: values this environment cannot run
+	// (a final snapshot on envtest, where nothing runs in pods).
+	SkipFields []string
+	// Artifacts is the campaign's folder.
+	Artifacts string
+}
+
+// Exploration is what a campaign tried and found.
+type Exploration struct {
+	Base string `json:"base"`
+	Seed uint64 `json:"seed"`
+	// Fields are the spec fields generated for; Skipped those not, with why.
+	Fields  []string `json:"fields"`
+	Skipped []string `json:"skipped,omitempty"`
+	// Refused are steps the API server refused in a dry run, with its
+	// answer: the schema and its CEL rules at work, not findings.
+	Refused []string `json:"refused,omitempty"`
+	// Covered are the fields some run changed.
+	Covered  []string  `json:"covered"`
+	Runs     int       `json:"runs"`
+	Findings []Finding `json:"findings,omitempty"`
+	// Took is the campaign's time; StepsPerMinute its pace.
+	Took           time.Duration `json:"took"`
+	StepsPerMinute float64       `json:"stepsPerMinute"`
+}
+
+// Finding is a failing sequence, shrunk, and the scenario file that
+// replays it.
+type Finding struct {
+	Scenario string   `json:"scenario"`
+	Oracle   string   `json:"oracle"`
+	What     string   `json:"what"`
+	Steps    []string `json:"steps"`
+	Shrunk   []string `json:"shrunk"`
+	File     string   `json:"file"`
+}
+
+// Explore runs a campaign on the engine's operator: single steps and
+// sequences of spec changes generated from the CRD's schema, each judged
+// by the automatic oracles (it settles; it stays settled; it ends as a
+// fresh resource with its final spec does). A failing sequence is shrunk
+// and written as a scenario file under Artifacts/findings.
+func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report, *Exploration, error) {
+	start := time.Now()
+	o = exploreDefaults(o)
+	base, err := e.baseScenario(o.Base)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := e.baseObject(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	specSchema, err := e.specSchema(ctx, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	x := &Exploration{Base: base.Metadata.Name, Seed: o.Seed}
+	fields, skipped := explore.Fields(specSchema)
+	x.Skipped = skipped
+	var steps []explore.Step
+	for _, f := range fields {
+		if skipField(o.SkipFields, f.String()) {
+			x.Skipped = append(x.Skipped, f.String()+" (--skip-field)")
+			continue
+		}
+		x.Fields = append(x.Fields, f.String())
+		cur, _, _ := unstructured.NestedFieldNoCopy(obj.Object, f.Path...)
+		missing := missingParents(obj, f.Path)
+		for _, v := range explore.Candidates(f, cur) {
+			steps = append(steps, explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing))
+		}
+	}
+	admitted, refused, err := e.admitted(ctx, base, obj, steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	x.Refused = refused
+	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps)
+	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
+		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
+
+	rep := report.NewReport(o.Seed, e.Name())
+	covered := map[string]bool{}
+	steps = nil
+	for i, seq := range plan {
+		if time.Since(start) > o.Budget || ctx.Err() != nil {
+			e.logf("explore: the budget of %s is spent after %d of %d runs", o.Budget, i, len(plan))
+			break
+		}
+		s := e.campaignScenario(base, fmt.Sprintf("explore-%d", i+1), seq)
+		res := e.Run(ctx, s, ScenarioSeed(o.Seed, i), o.Artifacts)
+		rep.Results = append(rep.Results, res)
+		x.Runs++
+		steps = append(steps, seq...)
+		for _, st := range seq {
+			covered[st.Field()] = true
+		}
+		oracle, what := classify(res, seq)
+		e.logf("%s (%s): %s", s.Metadata.Name, stepNames(seq), what)
+		if oracle != "" {
+			x.Findings = append(x.Findings, e.finding(ctx, o, base, s.Metadata.Name, seq, oracle, what))
+		}
+		if err := write(rep, o.Artifacts); err != nil {
+			return rep, x, err
+		}
+	}
+	x.Covered = slices.Sorted(maps.Keys(covered))
+	x.Took = time.Since(start)
+	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
+	return rep, x, errors.Join(write(rep, o.Artifacts), x.save(o.Artifacts),
+		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile)), 0o644))
+}
+
+func exploreDefaults(o ExploreOptions) ExploreOptions {
+	if o.Sequences == 0 {
+		o.Sequences = 10
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = 3
+	}
+	if o.Budget == 0 {
+		o.Budget = 30 * time.Minute
+	}
+	return o
+}
+
+// baseScenario is the scenario named (or the first).
+func (e *Engine) baseScenario(name string) (*scenario.Scenario, error) {
+	for _, s := range e.o.Set.Scenarios {
+		if name == "" || s.Metadata.Name == name {
+			return s, nil
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("explore starts from a scenario's resource: %s has no Scenario file", e.o.Set.OperatorFile)
+	}
+	return nil, fmt.Errorf("--base %q: no such scenario", name)
+}
+
+// baseObject is the base scenario's resource, variables expanded.
+func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, error) {
+	objs, err := readObjects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
+		Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
+	}
+	return objs[0], nil
+}
+
+// specSchema is the spec's structural schema in the CRD the API server
+// serves for obj's kind, at obj's version.
+func (e *Engine) specSchema(ctx context.Context, obj *unstructured.Unstructured) (*apiextensionsv1.JSONSchemaProps, error) {
+	gvk := obj.GroupVersionKind()
+	list, err := e.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the CRDs: %w", err)
+	}
+	for _, u := range list.Items {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+			return nil, err
+		}
+		if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name != gvk.Version {
+				continue
+			}
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				return nil, fmt.Errorf("CRD %s version %s has no schema to generate from", crd.Name, v.Name)
+			}
+			spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			if !ok {
+				return nil, fmt.Errorf("CRD %s version %s has no spec in its schema", crd.Name, v.Name)
+			}
+			return &spec, nil
+		}
+		return nil, fmt.Errorf("CRD %s does not serve version %s", crd.Name, gvk.Version)
+	}
+	return nil, fmt.Errorf("no CRD of the cluster defines %s (do the Operator file's manifests install it?)", gvk.GroupKind())
+}
+
+// admitted dry-runs each step against the base resource, created in a
+// namespace of its own for the purpose, and splits the steps the API
+// server admits from those it refuses (with its answer).
+func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *unstructured.Unstructured, steps []explore.Step) ([]explore.Step, []string, error) {
+	r := &run{e: e, s: base, vars: Vars{Overrides: e.o.Overrides, Defaults: base.Spec.Variables}}
+	if err := r.create(ctx); err != nil {
+		return nil, nil, fmt.Errorf("the base resource: %w", err)
+	}
+	defer func() {
+		_ = e.Client.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+	}()
+	var ok []explore.Step
+	var refused []string
+	for _, st := range steps {
+		patch, err := json.Marshal(st.Patch())
+		if err != nil {
+			return nil, nil, err
+		}
+		_, err = r.resource().Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			refused = append(refused, fmt.Sprintf("%s: %v", st, err))
+			continue
+		}
+		ok = append(ok, st)
+	}
+	return ok, refused, nil
+}
+
+// campaignScenario is the base scenario with the sequence's steps as its
+// actions, each but the last followed by a wait to converge, no fault,
+// and the automatic oracles as its assertions.
+func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
+	s := *base
+	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + stepNames(seq)}
+	s.Spec.Before, s.Spec.Workload = nil, nil
+	s.Spec.During = nil
+	for i, st := range seq {
+		if i > 0 {
+			s.Spec.During = append(s.Spec.During, scenario.Action{Converge: true})
+		}
+		s.Spec.During = append(s.Spec.During, scenario.Action{Patch: st.Patch()})
+	}
+	s.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
+	stable := base.Spec.Assertions.StableFor
+	if stable == nil {
+		stable = &metav1.Duration{Duration: 5 * time.Second}
+	}
+	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true}
+	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
+	return &s
+}
+
+// verdictOf names the oracle a run broke ("" when it passed, or the API
+// server refused a step, which is the schema at work) and says what it
+// saw.
+func verdictOf(res *report.Result) (oracle, what string) {
+	if res.Verdict() == report.Passed {
+		return "", "passed"
+	}
+	var errs []string
+	if res.Run != nil {
+		errs = res.Errors
+	}
+	for _, msg := range errs {
+		if strings.Contains(msg, "the API server refused") {
+			return "", "refused by the API server: " + msg
+		}
+	}
+	if len(res.Checks) > 0 && len(res.Violations) == 0 && len(errs) > 0 && strings.HasPrefix(errs[0], "cleanup: ") {
+		// Judged and passed; only its deletion hung (an environment
+		// that cannot run what the deletion needs).
+		return "", "passed, but not deleted: " + errs[0]
+	}
+	for _, c := range res.Checks {
+		if !c.OK() {
+			return c.Kind + ": " + c.Name, c.Violation
+		}
+	}
+	for _, msg := range errs {
+		if strings.Contains(msg, "converge") {
+			return "settles", msg
+		}
+	}
+	if len(errs) > 0 {
+		return "runs", errs[0]
+	}
+	return "failed", strings.Join(res.Violations, "; ")
+}
+
+// classify is verdictOf with the refusal oracle: a spec that does not
+// settle is no finding when a condition names a field the steps set.
+func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
+	oracle, what = verdictOf(res)
+	if oracle == "settles" {
+		if cond := namedInCondition(what, seq); cond != "" {
+			return "", "refused by the operator, in its " + cond
+		}
+	}
+	return oracle, what
+}
+
+// namedInCondition finds, in the status a convergence wait last saw (the
+// "; status {...}" its message ends with), a condition whose message
+// names a field the sequence set (spec.replicas): the operator refused
+// the spec, and said why, which the refusal oracle allows. It returns
+// "<type> condition: <message>", or "".
+func namedInCondition(msg string, seq []explore.Step) string {
+	i := strings.LastIndex(msg, "; status {")
+	if i < 0 {
+		return ""
+	}
+	var st struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(msg[i+len("; status "):])), &st); err != nil {
+		return ""
+	}
+	for _, c := range st.Conditions {
+		for _, step := range seq {
+			if strings.Contains(c.Message, step.Field()) {
+				return fmt.Sprintf("%s condition (%s): %s", c.Type, c.Status, c.Message)
+			}
+		}
+	}
+	return ""
+}
+
+// finding shrinks a failing sequence to the fewest steps that break the
+// same oracle and writes it as a scenario file.
+func (e *Engine) finding(ctx context.Context, o ExploreOptions, base *scenario.Scenario, name string, seq []explore.Step, oracle, what string) Finding {
+	f := Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
+	shrunk := seq
+	if !o.NoShrink && len(seq) > 1 {
+		n := 0
+		shrunk = explore.Shrink(seq, func(try []explore.Step) bool {
+			n++
+			s := e.campaignScenario(base, fmt.Sprintf("%s-shrink-%d", name, n), try)
+			got, _ := classify(e.Run(ctx, s, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink")), try)
+			e.logf("%s: shrinking, %s: %s", name, stepNames(try), map[bool]string{true: "still fails", false: "passes"}[got == oracle])
+			return got == oracle
+		})
+	}
+	f.Shrunk = stepList(shrunk)
+	file, err := e.writeFinding(o.Artifacts, base, name, shrunk, oracle, what)
+	if err != nil {
+		f.File = "not written: " + err.Error()
+		return f
+	}
+	f.File = file
+	e.logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, stepNames(shrunk), file)
+	return f
+}
+
+// save writes explore.json.
+func (x *Exploration) save(dir string) error {
+	b, err := json.MarshalIndent(x, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "explore.json"), b, 0o644)
+}
+
+// Summary is the campaign for a person: what was tried, what the API
+// server refused, and each finding with the command that replays it.
+func (x *Exploration) Summary(operatorFile string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
+	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
+	fmt.Fprintf(&b, "- fields: %d generated for, %d changed by some run: %s\n", len(x.Fields), len(x.Covered), strings.Join(x.Covered, ", "))
+	if len(x.Skipped) > 0 {
+		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
+	}
+	fmt.Fprintf(&b, "- refused by the API server in a dry run: %d values\n", len(x.Refused))
+	for _, r := range x.Refused {
+		fmt.Fprintf(&b, "  - %s\n", r)
+	}
+	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
+	for _, f := range x.Findings {
+		fmt.Fprintf(&b, "\n**%s** broke %q: %s\n", f.Scenario, f.Oracle, f.What)
+		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))
+		fmt.Fprintf(&b, "- replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, f.File)
+	}
+	return b.String()
+}
+
+// missingParents counts the objects on path (spec and the field itself
+// aside) that obj lacks: from the first one missing, all are.
+func missingParents(obj *unstructured.Unstructured, path []string) int {
+	for i := 2; i < len(path); i++ {
+		if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path[:i]...); !found {
+			return len(path) - i
+		}
+	}
+	return 0
+}
+
+// skipField says whether field is one of skip or under one.
+func skipField(skip []string, field string) bool {
+	return slices.ContainsFunc(skip, func(s string) bool { return field == s || strings.HasPrefix(field, s+".") })
+}
+
+func stepNames(seq []explore.Step) string { return strings.Join(stepList(seq), ", then ") }
+
+func stepList(seq []explore.Step) []string {
+	var out []string
+	for _, s := range seq {
+		out = append(out, s.String())
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+func exploreEngine(t *testing.T) (*Engine, *scenario.Scenario) {
+	t.Helper()
+	set, err := scenario.LoadPaths("../scenario/testdata/reference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Engine{o: Options{Set: set}}, set.Scenarios[0]
+}
+
+// A campaign's run is the base scenario with its steps as patches, a wait
+// to converge between two, no fault, and the automatic oracles.
+func TestCampaignScenario(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}, {Path: []string{"spec", "deletionPolicy"}, Value: "Delete"}}
+	s := e.campaignScenario(base, "explore-3", seq)
+	g.Expect(s.Metadata.Name).To(Equal("explore-3"))
+	g.Expect(s.Spec.Resource).To(Equal(base.Spec.Resource), "the base's resource and convergence")
+	g.Expect(s.Spec.During).To(Equal([]scenario.Action{
+		{Patch: map[string]any{"spec": map[string]any{"replicas": int64(5)}}},
+		{Converge: true},
+		{Patch: map[string]any{"spec": map[string]any{"deletionPolicy": "Delete"}}},
+	}))
+	g.Expect(s.Spec.Fault).To(Equal(scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}))
+	g.Expect(s.Spec.Assertions.SameAsFresh).To(BeTrue())
+	g.Expect(s.Spec.Assertions.StableFor).NotTo(BeNil())
+	g.Expect(e.o.Set.Files["explore-3"]).To(Equal(e.o.Set.Files[base.Metadata.Name]), "its manifest is found beside the base's")
+	g.Expect(base.Spec.During).NotTo(Equal(s.Spec.During), "the base is left as it was")
+}
+
+// The finding's file is a scenario file gauntlet run loads as it is.
+func TestWriteFindingLoads(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	dir := t.TempDir()
+	file, err := e.writeFinding(dir, base, "explore-7", []explore.Step{
+		{Path: []string{"spec", "replicas"}, Value: int64(9)}, {Path: []string{"spec", "image"}, Value: "x"}}, "differential", "differs")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(file).To(Equal(filepath.Join(dir, "findings", "explore-7.yaml")))
+	_, err = os.Stat(filepath.Join(dir, "findings", "explore-7-resource.yaml"))
+	g.Expect(err).NotTo(HaveOccurred(), "the base resource's manifest beside it")
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Scenarios).To(HaveLen(1))
+	g.Expect(set.Scenarios[0].Spec.During).To(Equal([]scenario.Action{
+		{Patch: map[string]any{"spec": map[string]any{"replicas": float64(9)}}}, {Converge: true},
+		{Patch: map[string]any{"spec": map[string]any{"image": "x"}}}}), "as JSON reads it")
+	b, _ := os.ReadFile(file)
+	t.Logf("%s", b)
+	g.Expect(set.Scenarios[0].Spec.Assertions.SameAsFresh).To(BeTrue())
+}
+
+func TestVerdictOf(t *testing.T) {
+	g := NewWithT(t)
+	res := func(errs []string, checks ...report.Check) *report.Result {
+		r := &report.Result{Run: &report.Run{Errors: errs}, Checks: checks}
+		r.Violations = report.Violations(checks)
+		return r
+	}
+	ok := report.Check{Kind: "stable", Name: "children keep still"}
+	diff := report.Check{Kind: "differential", Name: "end state equals a fresh resource's with the same spec", Violation: "differs in 1 places"}
+
+	oracle, _ := verdictOf(res(nil, ok))
+	g.Expect(oracle).To(BeEmpty(), "passed")
+	oracle, what := verdictOf(res([]string{"the action during the fault failed: during[0]: the API server refused during[0]'s patch: invalid"}))
+	g.Expect(oracle).To(BeEmpty(), "a refusal is the schema at work")
+	g.Expect(what).To(HavePrefix("refused"))
+	oracle, _ = verdictOf(res([]string{"cleanup: waiting for X to be deleted: gave up"}, ok))
+	g.Expect(oracle).To(BeEmpty(), "judged and passed; only its deletion hung")
+	oracle, what = verdictOf(res(nil, ok, diff))
+	g.Expect(oracle).To(Equal("differential: end state equals a fresh resource's with the same spec"))
+	g.Expect(what).To(Equal("differs in 1 places"))
+	oracle, _ = verdictOf(res([]string{"not converged after the heal: gave up"}))
+	g.Expect(oracle).To(Equal("settles"))
+}
+
+func TestSkipField(t *testing.T) {
+	g := NewWithT(t)
+	skip := []string{"spec.backup", "spec.deletionPolicy"}
+	g.Expect(skipField(skip, "spec.backup.schedule")).To(BeTrue())
+	g.Expect(skipField(skip, "spec.deletionPolicy")).To(BeTrue())
+	g.Expect(skipField(skip, "spec.backupX")).To(BeFalse())
+	g.Expect(skipField(skip, "spec.replicas")).To(BeFalse())
+}
+
+// A spec the operator cannot run, refused in a condition that names the
+// field, is the refusal oracle's pass; a silent stall is a finding.
+func TestClassifyRefusal(t *testing.T) {
+	g := NewWithT(t)
+	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(1)}, {Path: []string{"spec", "image"}, Value: "x"}}
+	stall := func(message string) *report.Result {
+		return &report.Result{Run: &report.Run{Errors: []string{`not converged after the heal: waiting for db to converge: gave up; last observed:
+converged[2] "self.spec.replicas == self.status.readyReplicas" is false (<nil>); status {"conditions":[{"type":"Progressing","status":"True","reason":"WaitingForQuorum","message":"` + message + `","lastTransitionTime":"2026-11-26T02:34:28Z"}]}`}}}
+	}
+	oracle, what := classify(stall("rolling update (to the new spec.image or spec.resources) paused: set spec.replicas to 3 or more"), seq)
+	g.Expect(oracle).To(BeEmpty())
+	g.Expect(what).To(HavePrefix("refused by the operator, in its Progressing condition (True): rolling update"))
+	oracle, _ = classify(stall("rolling update paused: scale to 3 or more members"), seq)
+	g.Expect(oracle).To(Equal("settles"), "the expression names spec.replicas, no condition does")
+}

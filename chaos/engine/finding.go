@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+// writeFinding writes the shrunk sequence as a scenario file beside a
+// copy of the base resource's manifest, under dir/findings, laid out as
+// a person writes one.
+func (e *Engine) writeFinding(dir string, base *scenario.Scenario, name string, seq []explore.Step, oracle, what string) (string, error) {
+	s := e.campaignScenario(base, name, seq)
+	out := filepath.Join(dir, "findings")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	manifest, err := os.ReadFile(filepath.Join(filepath.Dir(e.o.Set.Files[base.Metadata.Name]), base.Spec.Resource.Manifest))
+	if err != nil {
+		return "", err
+	}
+	s.Spec.Resource.Manifest = name + "-resource.yaml"
+	if err := os.WriteFile(filepath.Join(out, s.Spec.Resource.Manifest), manifest, 0o644); err != nil {
+		return "", err
+	}
+	file := filepath.Join(out, name+".yaml")
+	b, err := findingYAML(s, oracle, what, e.o.Set.OperatorFile, file)
+	if err != nil {
+		return "", err
+	}
+	return file, os.WriteFile(file, b, 0o644)
+}
+
+// findingYAML lays a finding's scenario out in the order of the docs:
+// what it starts from, what it does, how it is judged.
+func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) ([]byte, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Found by gauntlet explore: it broke the oracle %q:\n", oracle)
+	for _, line := range strings.Split(what, "\n") {
+		fmt.Fprintf(&b, "#   %s\n", line)
+	}
+	fmt.Fprintf(&b, "# Replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, file)
+	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n  description: %q\nspec:\n",
+		scenario.APIVersion, scenario.KindScenario, s.Metadata.Name, "explore: "+stepNames(stepsOf(s)))
+	block := func(key string, v any) error {
+		y, err := sigsyaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "  %s:\n", key)
+		for _, line := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+			fmt.Fprintf(&b, "    %s\n", line)
+		}
+		return nil
+	}
+	r := s.Spec.Resource
+	resource := map[string]any{"manifest": r.Manifest, "converged": r.Converged}
+	if r.AllPodsReady != nil {
+		resource["allPodsReady"] = *r.AllPodsReady
+	}
+	if r.ConvergeWithin.Duration > 0 {
+		resource["convergeWithin"] = r.ConvergeWithin.Duration.String()
+	}
+	var during []map[string]any
+	for _, a := range s.Spec.During {
+		if a.Converge {
+			during = append(during, map[string]any{"converge": true})
+		} else {
+			during = append(during, map[string]any{"patch": a.Patch})
+		}
+	}
+	assertions := map[string]any{"sameAsFresh": true, "stableFor": s.Spec.Assertions.StableFor.Duration.String()}
+	for _, part := range []struct {
+		key string
+		v   any
+	}{
+		{"variables", s.Spec.Variables}, {"resource", resource}, {"roles", s.Spec.Roles},
+		{"fault", map[string]any{"action": scenario.ActionNone, "hold": "1s"}}, {"during", during}, {"assertions", assertions},
+	} {
+		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 {
+			continue
+		}
+		if err := block(part.key, part.v); err != nil {
+			return nil, err
+		}
+	}
+	return []byte(b.String()), nil
+}
+
+// stepsOf reads a campaign scenario's steps back from its patches.
+func stepsOf(s *scenario.Scenario) []explore.Step {
+	var out []explore.Step
+	for _, a := range s.Spec.During {
+		if a.Patch == nil {
+			continue
+		}
+		path, v := []string{}, any(a.Patch)
+		for {
+			m, ok := v.(map[string]any)
+			if !ok || len(m) != 1 {
+				break
+			}
+			for k, x := range m {
+				path, v = append(path, k), x
+			}
+		}
+		out = append(out, explore.Step{Path: path, Value: v})
+	}
+	return out
+}

@@ -1,0 +1,324 @@
+// Package explore generates what `gauntlet explore` tries on an operator:
+// changes to its custom resource's spec drawn from the CRD's structural
+// schema (types, enums, bounds, lengths, defaults), put in seeded
+// sequences, and shrinks a failing sequence to the fewest steps that still
+// fail. It knows no operator and no cluster: the engine runs what it
+// plans as scenarios and judges them.
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Field is a leaf of the spec's schema that explore sets.
+type Field struct {
+	// Path is from the object's root: spec, then the properties.
+	Path   []string
+	Schema apiextensionsv1.JSONSchemaProps
+}
+
+func (f Field) String() string { return strings.Join(f.Path, ".") }
+
+// Fields lists the spec's leaves explore can set (integers, numbers,
+// booleans, strings), and says of every other field why not (lists and
+// maps: not generated yet).
+func Fields(spec *apiextensionsv1.JSONSchemaProps) (fields []Field, skipped []string) {
+	var walk func(path []string, s *apiextensionsv1.JSONSchemaProps)
+	walk = func(path []string, s *apiextensionsv1.JSONSchemaProps) {
+		name := strings.Join(path, ".")
+		switch {
+		case s.XIntOrString:
+			fields = append(fields, Field{Path: path, Schema: *s})
+		case s.Type == "object" && len(s.Properties) > 0:
+			for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+				p := s.Properties[k]
+				walk(append(slices.Clone(path), k), &p)
+			}
+		case s.Type == "object":
+			skipped = append(skipped, name+" (a map: not generated yet)")
+		case s.Type == "array":
+			skipped = append(skipped, name+" (a list: not generated yet)")
+		case s.Type == "integer", s.Type == "number", s.Type == "boolean", s.Type == "string":
+			fields = append(fields, Field{Path: path, Schema: *s})
+		default:
+			skipped = append(skipped, fmt.Sprintf("%s (type %q)", name, s.Type))
+		}
+	}
+	walk([]string{"spec"}, spec)
+	return fields, skipped
+}
+
+// Step sets one field to a value: Path to Value, or, where the field's
+// parents are missing, its first missing parent to an object built
+// around it (Under), Leaf and LeafValue then naming the field and value
+// it is for.
+type Step struct {
+	Path      []string `json:"path"`
+	Value     any      `json:"value"`
+	Leaf      []string `json:"leaf,omitempty"`
+	LeafValue any      `json:"leafValue,omitempty"`
+}
+
+func (s Step) String() string {
+	path, v := s.Path, s.Value
+	if s.Leaf != nil {
+		path, v = s.Leaf, s.LeafValue
+	}
+	out := fmt.Sprintf("%s=%v", strings.Join(path, "."), v)
+	if str, ok := v.(string); ok && len(str) > 24 {
+		out = fmt.Sprintf("%s=%s…(%d characters)", strings.Join(path, "."), str[:8], len(str))
+	}
+	if s.Leaf != nil {
+		out += " (in a new " + strings.Join(s.Path, ".") + ")"
+	}
+	return out
+}
+
+// Field names the step's field.
+func (s Step) Field() string {
+	if s.Leaf != nil {
+		return strings.Join(s.Leaf, ".")
+	}
+	return strings.Join(s.Path, ".")
+}
+
+// Patch is the step as a JSON merge patch of the object.
+func (s Step) Patch() map[string]any {
+	v := s.Value
+	for i := len(s.Path) - 1; i > 0; i-- {
+		v = map[string]any{s.Path[i]: v}
+	}
+	return map[string]any{s.Path[0]: v}
+}
+
+// Candidates are the values explore tries for f, current (the starting
+// resource's value, nil when unset) left out: the bounds and their
+// neighbours inside, every enum member, the default, the other boolean,
+// a string at its length bound. Values the API server refuses are
+// filtered later, by a dry run.
+func Candidates(f Field, current any) []any {
+	s := f.Schema
+	var out []any
+	add := func(v any) {
+		if v == nil || fmt.Sprint(v) == fmt.Sprint(current) || slices.ContainsFunc(out, func(o any) bool { return fmt.Sprint(o) == fmt.Sprint(v) }) {
+			return
+		}
+		out = append(out, v)
+	}
+	for _, e := range s.Enum {
+		add(jsonValue(e.Raw))
+	}
+	if s.Default != nil {
+		add(jsonValue(s.Default.Raw))
+	}
+	switch {
+	case s.XIntOrString:
+		for _, v := range []any{"1Gi", "2Gi", "0", 1, "100%"} {
+			add(v)
+		}
+	case s.Type == "boolean":
+		add(current != true)
+	case s.Type == "integer", s.Type == "number":
+		lo, hi := bounds(s)
+		for _, v := range []int64{lo, lo + 1, (lo + hi) / 2, hi - 1, hi} {
+			if v >= lo && v <= hi {
+				add(v)
+			}
+		}
+	case s.Type == "string" && len(s.Enum) == 0:
+		add(hintedString(strings.ToLower(f.Path[len(f.Path)-1])))
+		add("explore")
+		add("")
+		if s.MaxLength != nil && *s.MaxLength > 0 && *s.MaxLength <= 4096 {
+			add(strings.Repeat("a", int(*s.MaxLength)))
+		}
+	}
+	return out
+}
+
+// bounds are an integer field's inclusive bounds: its schema's, else
+// small numbers an operator plausibly acts on.
+func bounds(s apiextensionsv1.JSONSchemaProps) (lo, hi int64) {
+	lo, hi = 0, 10
+	if s.Minimum != nil {
+		lo = int64(math.Ceil(*s.Minimum))
+		if s.ExclusiveMinimum {
+			lo = int64(math.Floor(*s.Minimum)) + 1
+		}
+		if s.Maximum == nil {
+			hi = lo + 10
+		}
+	}
+	if s.Maximum != nil {
+		hi = int64(math.Floor(*s.Maximum))
+		if s.ExclusiveMaximum {
+			hi = int64(math.Ceil(*s.Maximum)) - 1
+		}
+		if s.Minimum == nil {
+			lo = hi - 10
+		}
+	}
+	return lo, hi
+}
+
+// Plan draws the campaign: every step alone first, so that each value is
+// tried once, then up to sequences sequences of 2 to maxLen steps on
+// different fields, in an order the seed fixes.
+func Plan(steps []Step, seed uint64, sequences, maxLen int) [][]Step {
+	rng := rand.New(rand.NewPCG(seed, 26))
+	var plan [][]Step
+	for _, i := range rng.Perm(len(steps)) {
+		plan = append(plan, []Step{steps[i]})
+	}
+	fields := map[string]bool{}
+	for _, s := range steps {
+		fields[s.Field()] = true
+	}
+	if maxLen < 2 || len(fields) < 2 {
+		return plan
+	}
+	seen := map[string]bool{}
+	for tries := 0; len(plan) < len(steps)+sequences && tries < 50*sequences; tries++ {
+		n := 2 + rng.IntN(maxLen-1)
+		var seq []Step
+		used := map[string]bool{}
+		for _, i := range rng.Perm(len(steps)) {
+			if len(seq) == n {
+				break
+			}
+			if !used[steps[i].Field()] {
+				used[steps[i].Field()] = true
+				seq = append(seq, steps[i])
+			}
+		}
+		key := fmt.Sprint(seq)
+		if len(seq) < 2 || seen[key] {
+			continue
+		}
+		seen[key] = true
+		plan = append(plan, seq)
+	}
+	return plan
+}
+
+// Shrink removes steps from a failing sequence, one at a time, as long as
+// what is left still fails; it returns the shortest sequence found.
+func Shrink(seq []Step, fails func([]Step) bool) []Step {
+	for removed := true; removed && len(seq) > 1; {
+		removed = false
+		for i := range seq {
+			shorter := slices.Delete(slices.Clone(seq), i, i+1)
+			if fails(shorter) {
+				seq, removed = shorter, true
+				break
+			}
+		}
+	}
+	return seq
+}
+
+// jsonValue decodes a schema's enum member or default.
+func jsonValue(raw []byte) any {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	if f, ok := v.(float64); ok && f == math.Trunc(f) {
+		return int64(f)
+	}
+	return v
+}
+
+// Under sets a step's value inside the smallest object the API server
+// can admit where the field's parents are missing from the resource:
+// from the first missing parent down, every object holds its required
+// properties, and one that requires none but has validation rules (such
+// as "exactly one of a or b") its first property, each filled with a
+// first value (Minimal). missing is how many of the path's last elements
+// name objects the resource lacks, the field itself excluded.
+func Under(spec *apiextensionsv1.JSONSchemaProps, s Step, missing int) Step {
+	if missing <= 0 {
+		return s
+	}
+	top := len(s.Path) - 1 - missing // the first missing parent's index in Path
+	schemas := []*apiextensionsv1.JSONSchemaProps{spec}
+	for _, name := range s.Path[1:] {
+		p, ok := schemas[len(schemas)-1].Properties[name]
+		if !ok {
+			return s
+		}
+		schemas = append(schemas, &p)
+	}
+	v := s.Value
+	for i := len(s.Path) - 2; i >= top; i-- {
+		obj, _ := Minimal(s.Path[i], schemas[i]).(map[string]any)
+		if obj == nil {
+			obj = map[string]any{}
+		}
+		obj[s.Path[i+1]] = v
+		v = obj
+	}
+	return Step{Path: s.Path[:top+1], Value: v, Leaf: s.Path, LeafValue: s.Value}
+}
+
+// Minimal is a first value for a field named name: its first enum member
+// or its default; for an object, its required properties (or, when it
+// requires none but has validation rules, its first property), each
+// Minimal; for a string, a value its name suggests (an endpoint a URL, a
+// schedule a cron line, an age or a period a duration), else "explore".
+func Minimal(name string, s *apiextensionsv1.JSONSchemaProps) any {
+	if len(s.Enum) > 0 {
+		return jsonValue(s.Enum[0].Raw)
+	}
+	if s.Default != nil {
+		return jsonValue(s.Default.Raw)
+	}
+	switch {
+	case s.XIntOrString:
+		return "1"
+	case s.Type == "object" && len(s.Properties) > 0:
+		obj := map[string]any{}
+		names := s.Required
+		if len(names) == 0 && len(s.XValidations) > 0 {
+			names = slices.Sorted(maps.Keys(s.Properties))[:1]
+		}
+		for _, n := range names {
+			p := s.Properties[n]
+			obj[n] = Minimal(n, &p)
+		}
+		return obj
+	case s.Type == "object":
+		return map[string]any{}
+	case s.Type == "array":
+		return []any{}
+	case s.Type == "boolean":
+		return false
+	case s.Type == "integer", s.Type == "number":
+		lo, _ := bounds(*s)
+		return lo
+	}
+	return hintedString(strings.ToLower(name))
+}
+
+// hintedString is a string a field of that (lowercased) name plausibly
+// takes.
+func hintedString(name string) string {
+	switch {
+	case strings.Contains(name, "endpoint"), strings.Contains(name, "url"):
+		return "https://explore.example.com"
+	case strings.Contains(name, "schedule"), strings.Contains(name, "cron"):
+		return "0 * * * *"
+	case strings.Contains(name, "age"), strings.Contains(name, "period"), strings.Contains(name, "interval"),
+		strings.Contains(name, "timeout"), strings.Contains(name, "duration"):
+		return "1h"
+	}
+	return "explore"
+}

@@ -1,0 +1,136 @@
+package explore
+
+import (
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+)
+
+func raw(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
+
+func spec() *apiextensionsv1.JSONSchemaProps {
+	return &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"replicas": {Type: "integer", Minimum: ptr.To(1.0), Maximum: ptr.To(9.0)},
+		"policy":   {Type: "string", Enum: []apiextensionsv1.JSON{raw(`"Snapshot"`), raw(`"Delete"`)}, Default: ptr.To(raw(`"Snapshot"`))},
+		"paused":   {Type: "boolean"},
+		"storage": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"size":  {XIntOrString: true},
+			"class": {Type: "string", MaxLength: ptr.To[int64](5)},
+		}},
+		"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}},
+		"args":   {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+	}}
+}
+
+func TestFields(t *testing.T) {
+	g := NewWithT(t)
+	fields, skipped := Fields(spec())
+	var names []string
+	for _, f := range fields {
+		names = append(names, f.String())
+	}
+	g.Expect(names).To(Equal([]string{"spec.paused", "spec.policy", "spec.replicas", "spec.storage.class", "spec.storage.size"}))
+	g.Expect(skipped).To(ConsistOf("spec.args (a list: not generated yet)", "spec.labels (a map: not generated yet)"))
+}
+
+func TestCandidates(t *testing.T) {
+	g := NewWithT(t)
+	fields, _ := Fields(spec())
+	byName := map[string]Field{}
+	for _, f := range fields {
+		byName[f.String()] = f
+	}
+	g.Expect(Candidates(byName["spec.replicas"], int64(3))).To(Equal([]any{int64(1), int64(2), int64(5), int64(8), int64(9)}),
+		"the bounds, their neighbours inside and the middle; not the current 3")
+	g.Expect(Candidates(byName["spec.policy"], "Snapshot")).To(Equal([]any{"Delete"}), "every enum member but the current")
+	g.Expect(Candidates(byName["spec.paused"], nil)).To(Equal([]any{true}))
+	g.Expect(Candidates(byName["spec.storage.class"], "fast")).To(Equal([]any{"explore", "", "aaaaa"}), "a string at its length bound")
+}
+
+func TestStepPatch(t *testing.T) {
+	g := NewWithT(t)
+	s := Step{Path: []string{"spec", "storage", "size"}, Value: "2Gi"}
+	g.Expect(s.Patch()).To(Equal(map[string]any{"spec": map[string]any{"storage": map[string]any{"size": "2Gi"}}}))
+	g.Expect(s.String()).To(Equal("spec.storage.size=2Gi"))
+}
+
+// The seed fixes the plan; each step runs alone once, then sequences
+// touch each field at most once.
+func TestPlan(t *testing.T) {
+	g := NewWithT(t)
+	steps := []Step{
+		{Path: []string{"spec", "a"}, Value: 1}, {Path: []string{"spec", "a"}, Value: 2},
+		{Path: []string{"spec", "b"}, Value: true}, {Path: []string{"spec", "c"}, Value: "x"},
+	}
+	p := Plan(steps, 7, 5, 3)
+	g.Expect(Plan(steps, 7, 5, 3)).To(Equal(p), "replayable")
+	g.Expect(p).To(HaveLen(9))
+	for i, seq := range p {
+		if i < len(steps) {
+			g.Expect(seq).To(HaveLen(1))
+			continue
+		}
+		g.Expect(len(seq)).To(BeNumerically(">=", 2))
+		fields := map[string]bool{}
+		for _, s := range seq {
+			g.Expect(fields[s.Field()]).To(BeFalse(), "a field once per sequence")
+			fields[s.Field()] = true
+		}
+	}
+}
+
+func TestShrink(t *testing.T) {
+	g := NewWithT(t)
+	seq := []Step{{Path: []string{"spec", "a"}, Value: 1}, {Path: []string{"spec", "b"}, Value: 2}, {Path: []string{"spec", "c"}, Value: 3}}
+	tries := 0
+	// Fails whenever b and c are both in, in that order.
+	fails := func(s []Step) bool {
+		tries++
+		i := slices.IndexFunc(s, func(x Step) bool { return x.Field() == "spec.b" })
+		j := slices.IndexFunc(s, func(x Step) bool { return x.Field() == "spec.c" })
+		return i >= 0 && j > i
+	}
+	g.Expect(Shrink(seq, fails)).To(Equal(seq[1:]))
+	g.Expect(tries).To(Equal(3))
+}
+
+func backupSchema() *apiextensionsv1.JSONSchemaProps {
+	return &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"replicas": {Type: "integer", Minimum: ptr.To(1.0)},
+		"backup": {Type: "object", Required: []string{"destination", "schedule", "retention"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"schedule": {Type: "string"},
+			"destination": {Type: "object", XValidations: apiextensionsv1.ValidationRules{{Rule: "has(self.s3) != has(self.volume)"}},
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"s3": {Type: "object", Required: []string{"bucket", "endpoint"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"bucket": {Type: "string"}, "endpoint": {Type: "string"}, "region": {Type: "string", Default: ptr.To(raw(`"us-east-1"`))},
+					}},
+					"volume": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"claimName": {Type: "string"}}},
+				}},
+			"retention": {Type: "object", XValidations: apiextensionsv1.ValidationRules{{Rule: "has(self.count) || has(self.maxAge)"}},
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"count": {Type: "integer", Minimum: ptr.To(1.0)}, "maxAge": {Type: "string"}}},
+		}},
+	}}
+}
+
+// A field whose parents the resource lacks is set inside the smallest
+// object the schema admits: required properties, one property of an
+// object whose rules ask for one, values the names suggest.
+func TestUnder(t *testing.T) {
+	g := NewWithT(t)
+	s := Under(backupSchema(), Step{Path: []string{"spec", "backup", "retention", "maxAge"}, Value: "2h"}, 2)
+	g.Expect(s.Path).To(Equal([]string{"spec", "backup"}))
+	g.Expect(s.Value).To(Equal(map[string]any{
+		"schedule":    "0 * * * *",
+		"destination": map[string]any{"s3": map[string]any{"bucket": "explore", "endpoint": "https://explore.example.com"}},
+		"retention":   map[string]any{"count": int64(1), "maxAge": "2h"},
+	}))
+	g.Expect(s.Field()).To(Equal("spec.backup.retention.maxAge"))
+	g.Expect(s.String()).To(Equal("spec.backup.retention.maxAge=2h (in a new spec.backup)"))
+	g.Expect(s.Patch()).To(HaveKeyWithValue("spec", HaveKey("backup")))
+
+	plain := Step{Path: []string{"spec", "replicas"}, Value: int64(3)}
+	g.Expect(Under(backupSchema(), plain, 0)).To(Equal(plain), "nothing missing, nothing built")
+}

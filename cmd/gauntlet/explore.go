@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+type exploreFlags struct {
+	runFlags
+	onKind bool
+	o      engine.ExploreOptions
+}
+
+func newExploreCmd() *cobra.Command {
+	f := &exploreFlags{}
+	cmd := &cobra.Command{
+		Use:   "explore",
+		Short: "Try changes to the custom resource generated from its CRD, judged by automatic oracles",
+		Long: `explore takes the Operator file and a Scenario file you already have and,
+with no assertion written, tries changes to the custom resource's spec
+generated from its CRD's schema: every value at the bounds, every enum
+member, the default, the other boolean, strings at their length bound, one
+at a time and then in seeded sequences. The API server's dry run sorts out
+what it refuses (the schema and its CEL rules at work). Each run is judged
+by automatic oracles: the resource settles (its converged expressions hold
+within convergeWithin), it stays settled (stableFor), and it ends as a
+fresh resource created with its final spec does (the differential oracle).
+A failing sequence is shrunk to the fewest steps that still fail and
+written as a scenario file under <report>/findings, which gauntlet run -f
+replays.
+
+It runs on envtest by default (the operator as a process behind the API
+proxy, as its Operator file's spec.process says; no Docker), on kind with
+--kind.`,
+		Example: `  gauntlet explore -f suites/view/scenarios --seed 1
+  gauntlet explore -f my-operator/scenarios --base scale-up --budget 10m --kind`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.envtest = !f.onKind
+			if err := f.validate(); err != nil {
+				return err
+			}
+			if f.seed < 0 {
+				f.seed = time.Now().UnixNano() % 1_000_000
+			}
+			f.o.Seed = uint64(f.seed)
+			if f.report == "" {
+				f.report = filepath.Join(framework.ArtifactsDir(), "explore-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			f.o.Artifacts = f.report
+			return withEngine(cmd.Context(), &f.runFlags, nil, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explore)
+		},
+	}
+	f.register(cmd, false)
+	fs := cmd.Flags()
+	fs.Int64Var(&f.seed, "seed", -1, "seed of the plan and of every run (default: from the clock, printed); replays the campaign")
+	fs.StringVar(&f.o.Base, "base", "", "the scenario whose resource, converged expressions and variables the campaign starts from (default: the first)")
+	fs.IntVar(&f.o.Sequences, "sequences", 10, "multi-step sequences tried after every single step")
+	fs.IntVar(&f.o.MaxSteps, "max-steps", 3, "steps in a sequence, at most")
+	fs.DurationVar(&f.o.Budget, "budget", 30*time.Minute, "no new run starts once the campaign has taken this long")
+	fs.BoolVar(&f.o.NoShrink, "no-shrink", false, "write failing sequences as they are, unshrunk")
+	fs.StringSliceVar(&f.o.SkipFields, "skip-field", nil, "a spec field (spec.a.b) to leave alone, with what is under it (repeat): a value this environment cannot run")
+	fs.BoolVar(&f.onKind, "kind", false, "run on a kind cluster the harness creates (or --kubeconfig) instead of envtest")
+	_ = fs.MarkHidden("envtest")
+	return cmd
+}
+
+func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.RunOptions, prog *progress, stdout io.Writer) error {
+	prog.Phase("explore")
+	rep, x, err := e.Explore(ctx, f.o)
+	prog.Done()
+	prog.Clear()
+	if x != nil {
+		_, _ = fmt.Fprint(stdout, x.Summary(f.loaded.OperatorFile))
+	}
+	if rep != nil {
+		_, _ = fmt.Fprintf(stdout, "report: %s\n", filepath.Join(f.o.Artifacts, htmlreport.FileName))
+	}
+	if err != nil {
+		return err
+	}
+	if len(x.Findings) > 0 {
+		return errFailedRun
+	}
+	return nil
+}
