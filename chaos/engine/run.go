@@ -401,6 +401,12 @@ func (r *run) waitConverged(ctx context.Context) error {
 				return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase), nil
 			}
 		}
+		// A pod its StatefulSet has not made yet is not ready either: no
+		// pod at all is not every pod ready (a recreated resource's new
+		// pods wait for the old ones, of the same names, to go).
+		if missing, err := r.podsNotMade(ctx, pods); err != nil || missing != "" {
+			return false, missing, err
+		}
 		return true, "", nil
 	})
 }
