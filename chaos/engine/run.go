@@ -404,8 +404,11 @@ func (r *run) waitConverged(ctx context.Context) error {
 		// A pod its StatefulSet has not made yet is not ready either: no
 		// pod at all is not every pod ready (a recreated resource's new
 		// pods wait for the old ones, of the same names, to go).
-		if missing, err := r.podsNotMade(ctx, pods); err != nil || missing != "" {
-			return false, missing, err
+		switch missing, err := r.podsNotMade(ctx, pods); {
+		case err != nil:
+			return false, err.Error(), nil
+		case missing != "":
+			return false, missing, nil
 		}
 		return true, "", nil
 	})
