@@ -189,7 +189,7 @@ test-explore: gauntlet envtest-bins ## Explore tier: a short campaign of spec ch
 	@mkdir -p $(ARTIFACTS)
 	@start=$$(date +%s); \
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet explore -f suites/view/scenarios \
-	  --base status-conflicts-during-scale-up --seed $(EXPLORE_SEED) --sequences 2 --budget 8m \
+	  --base status-conflicts-during-scale-up --seed $(EXPLORE_SEED) --sequences 2 --budget 5m \
 	  --skip-field spec.deletionPolicy --report $(ARTIFACTS)/explore && \
 	echo ">> explore campaign passed in $$(( $$(date +%s) - start ))s"
 

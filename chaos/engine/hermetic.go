@@ -316,6 +316,9 @@ func (e *Engine) build(ctx context.Context, argv []string, dir string, vars Vars
 // copyLog puts the operator process's log and every request the proxy
 // saw in a failed scenario's bundle.
 func (h *hermetic) copyLog(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	b, err := os.ReadFile(h.logPath)
 	if err != nil {
 		return err

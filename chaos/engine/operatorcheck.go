@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
 // operatorState is the operator's pods and metrics at one moment.
@@ -152,6 +153,7 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 		stable = a.StableFor.Duration
 	}
 	if stable > 0 {
+		r.awaitQuiet(ctx, 2*time.Second, 15*time.Second)
 		since := time.Now()
 		errors0, scraped := r.reconcileErrors(ctx)
 		changed, err := r.unstable(ctx, stable)
@@ -159,10 +161,10 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 			return fmt.Errorf("watching owned objects after convergence: %w", err)
 		}
 		if r.e.view != nil {
-			n := r.stateWrites(since)
-			c := report.Check{Kind: "operator", Name: "operator writes once converged", Value: fmt.Sprint(n), Budget: fmt.Sprintf("0 in %s", stable)}
-			if n > 0 {
-				c.Violation = fmt.Sprintf("the operator kept writing after convergence: %d writes in %s (a settled operator writes nothing)", n, stable)
+			writes := r.stateWriteList(since)
+			c := report.Check{Kind: "operator", Name: "operator writes once converged", Value: fmt.Sprint(len(writes)), Budget: fmt.Sprintf("0 in %s", stable)}
+			if n := len(writes); n > 0 {
+				c.Violation = fmt.Sprintf("the operator kept writing after convergence: %d writes in %s, first %s (a settled operator writes nothing)", n, stable, writes[0])
 			}
 			r.res.Checks = append(r.res.Checks, c)
 		}
@@ -289,25 +291,59 @@ func metricSelector(name string, labels map[string]string) string {
 	return name + "{" + strings.Join(pairs, ",") + "}"
 }
 
+// awaitQuiet waits, before the stillness window opens, until the
+// operator made no state write for quiet (at most for bound): its last
+// status write can trail the moment the converged expressions first hold
+// by a reconcile, and a settled operator is one that stopped writing. One
+// that never stops is caught by the window all the same.
+func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
+	if r.e.view == nil {
+		return
+	}
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		last := r.started
+		for _, q := range r.e.view.proxy.Requests() {
+			if q.At.After(last) && isStateWrite(q) {
+				last = q.At
+			}
+		}
+		if time.Since(last) >= quiet {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // stateWrites counts the operator's successful writes through the proxy
 // since a moment, leaving out Leases (leader election renews one every
 // few seconds) and Events, which say what happened rather than change
 // what is.
-func (r *run) stateWrites(since time.Time) int {
+func (r *run) stateWrites(since time.Time) int { return len(r.stateWriteList(since)) }
+
+// stateWriteList is those writes, each as the request reads.
+func (r *run) stateWriteList(since time.Time) []string {
 	if r.e.view == nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var out []string
 	for _, q := range r.e.view.proxy.Requests() {
-		if q.At.Before(since) || q.Status/100 != 2 || !slices.Contains(scenario.WriteVerbs, q.Info.Verb) {
-			continue
+		if !q.At.Before(since) && isStateWrite(q) {
+			out = append(out, q.Info.String())
 		}
-		if q.Info.Resource == "leases" || q.Info.Resource == "events" {
-			continue
-		}
-		n++
 	}
-	return n
+	return out
+}
+
+// isStateWrite says whether a request through the proxy is a successful
+// write that changes what is (Leases and Events aside).
+func isStateWrite(q apiproxy.Request) bool {
+	return q.Status/100 == 2 && slices.Contains(scenario.WriteVerbs, q.Info.Verb) &&
+		q.Info.Resource != "leases" && q.Info.Resource != "events"
 }
 
 // reconcileErrors is the operator's controller_runtime_reconcile_errors_total
