@@ -151,7 +151,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	x.Took = time.Since(start)
 	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
 	return rep, x, errors.Join(write(rep, o.Artifacts), x.save(o.Artifacts),
-		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile)), 0o644))
+		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile, true)), 0o644))
 }
 
 func exploreDefaults(o ExploreOptions) ExploreOptions {
@@ -391,8 +391,9 @@ func (x *Exploration) save(dir string) error {
 }
 
 // Summary is the campaign for a person: what was tried, what the API
-// server refused, and each finding with the command that replays it.
-func (x *Exploration) Summary(operatorFile string) string {
+// server refused (the first few unless all), and each finding with the
+// command that replays it.
+func (x *Exploration) Summary(operatorFile string, all bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
 	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
@@ -401,7 +402,11 @@ func (x *Exploration) Summary(operatorFile string) string {
 		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
 	}
 	fmt.Fprintf(&b, "- refused by the API server in a dry run: %d values\n", len(x.Refused))
-	for _, r := range x.Refused {
+	for i, r := range x.Refused {
+		if i == 5 && !all {
+			fmt.Fprintf(&b, "  - and %d more (explore.md lists them all)\n", len(x.Refused)-i)
+			break
+		}
 		fmt.Fprintf(&b, "  - %s\n", r)
 	}
 	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))

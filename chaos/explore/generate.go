@@ -316,8 +316,8 @@ func hintedString(name string) string {
 		return "https://explore.example.com"
 	case strings.Contains(name, "schedule"), strings.Contains(name, "cron"):
 		return "0 * * * *"
-	case strings.Contains(name, "age"), strings.Contains(name, "period"), strings.Contains(name, "interval"),
-		strings.Contains(name, "timeout"), strings.Contains(name, "duration"):
+	case strings.HasSuffix(name, "maxage"), strings.HasSuffix(name, "ttl"), strings.Contains(name, "period"),
+		strings.Contains(name, "interval"), strings.Contains(name, "timeout"), strings.Contains(name, "duration"):
 		return "1h"
 	}
 	return "explore"

@@ -134,3 +134,11 @@ func TestUnder(t *testing.T) {
 	plain := Step{Path: []string{"spec", "replicas"}, Value: int64(3)}
 	g.Expect(Under(backupSchema(), plain, 0)).To(Equal(plain), "nothing missing, nothing built")
 }
+
+func TestHintedString(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(hintedString("endpoint")).To(Equal("https://explore.example.com"))
+	g.Expect(hintedString("schedule")).To(Equal("0 * * * *"))
+	g.Expect(hintedString("maxage")).To(Equal("1h"))
+	g.Expect(hintedString("storageclassname")).To(Equal("explore"), "storage is no age")
+}

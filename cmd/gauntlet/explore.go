@@ -80,7 +80,7 @@ func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.R
 	prog.Done()
 	prog.Clear()
 	if x != nil {
-		_, _ = fmt.Fprint(stdout, x.Summary(f.loaded.OperatorFile))
+		_, _ = fmt.Fprint(stdout, x.Summary(f.loaded.OperatorFile, false))
 	}
 	if rep != nil {
 		_, _ = fmt.Fprintf(stdout, "report: %s\n", filepath.Join(f.o.Artifacts, htmlreport.FileName))
