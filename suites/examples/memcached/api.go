@@ -62,6 +62,7 @@ type MemcachedSpec struct {
 	// +kubebuilder:validation:Maximum=5
 	Size int32 `json:"size"`
 	// Image is the memcached container image.
+	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image"`
 }
 

@@ -137,6 +137,11 @@ func (r *Reconciler) mutateDeployment(m *Memcached, dep *appsv1.Deployment) erro
 	}
 	c := &(*containers)[i]
 	c.Image = m.Spec.Image
+	// Set, not left to the API server: it defaults the policy from the
+	// first image's tag when the Deployment is made and never again, so a
+	// Deployment whose image changed would keep the policy of the image it
+	// was made with, unlike one made with the new image.
+	c.ImagePullPolicy = corev1.PullIfNotPresent
 	c.Args = []string{"--memory-limit=64", "--verbose"}
 	c.Ports = []corev1.ContainerPort{{Name: "memcached", ContainerPort: Port, Protocol: corev1.ProtocolTCP}}
 	// The restricted Pod Security Standard: the image runs as a numeric

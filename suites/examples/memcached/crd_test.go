@@ -32,4 +32,6 @@ func TestCRDServesTheAPI(t *testing.T) {
 	size := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["size"]
 	g.Expect(*size.Minimum).To(BeEquivalentTo(1))
 	g.Expect(*size.Maximum).To(BeEquivalentTo(5))
+	image := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["image"]
+	g.Expect(*image.MinLength).To(BeEquivalentTo(1), "an empty image is refused at admission, not left to fail the Deployment's write")
 }
