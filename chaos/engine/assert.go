@@ -63,6 +63,10 @@ func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, 
 		r.res.Checks = append(r.res.Checks, c)
 	}
 
+	if len(a.Follows) > 0 {
+		r.followsAt(ctx, "the end")
+		r.res.Checks = append(r.res.Checks, r.followChecks()...)
+	}
 	if ledger != nil {
 		if err := r.workloadChecks(ctx, ledger); err != nil {
 			return err

@@ -23,31 +23,28 @@ const freshSuffix = "-fresh"
 // runDifferential runs a scenario whose assertions ask for sameAsFresh:
 // the scenario as written, then a fresh resource created with the spec it
 // ended with, and compares the two end states. The first fresh run of a
-// set is made twice, to learn what differs between two equal runs.
-func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
+// set is made twice, to learn what differs between two equal runs. It
+// returns the fresh resource's end state too, when it got that far.
+func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *endState) {
 	start := time.Now()
 	res, end := e.runOnce(ctx, s, seed, artifacts, false)
 	if res.Verdict() != report.Passed || end == nil {
-		return res
+		return res, nil
 	}
 	fresh, err := e.freshScenario(s, end.Spec, filepath.Join(artifacts, s.Metadata.Name, "fresh"))
 	if err != nil {
 		res.Errors = append(res.Errors, fmt.Sprintf("writing the fresh resource's manifest: %v", err))
-		return res
+		return res, nil
 	}
 	e.logf("%s: a fresh resource with the spec it ended with, to compare", s.Metadata.Name)
 	freshRes, freshEnd := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh"), true)
 	if freshRes.Verdict() != report.Passed || freshEnd == nil {
-		return unjudged(freshRes, "the fresh resource with the final spec", start)
+		return unjudged(freshRes, "the fresh resource with the final spec", start), nil
 	}
 	if !e.calibrated {
-		e.logf("%s: a second fresh resource, to learn what differs between equal runs", s.Metadata.Name)
-		againRes, again := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), true)
-		if againRes.Verdict() != report.Passed || again == nil {
-			return unjudged(againRes, "the second fresh resource", start)
+		if again := e.calibrate(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), freshEnd); again != nil {
+			return unjudged(again, "the second fresh resource", start), nil
 		}
-		e.learnNoise(freshEnd, again)
-		e.calibrated = true
 	}
 	check, diff := compareFresh(freshEnd, end, e.noise)
 	res.Checks = append(res.Checks, check)
@@ -55,7 +52,7 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 	res.Twin = diff
 	e.logf("%s: against a fresh resource with its final spec: %d differences", s.Metadata.Name, len(diff.Differences))
 	res.Took = time.Since(start)
-	return res
+	return res, freshEnd
 }
 
 // freshScenario is s with no before or during actions and no fault,
@@ -114,4 +111,27 @@ func compareFresh(fresh, got *endState, noise map[string]bool) (report.Check, *r
 		check.Violation = fmt.Sprintf("the end state differs from a fresh resource's with the same spec in %d places, first %s: %s fresh, %s here", n, first.Path, first.Twin, first.Faulted)
 	}
 	return check, diff
+}
+
+// calibrate runs s once more, fault-free, and learns what differs
+// between that run and first, which ran the same way: noise, not a
+// finding. It returns the second run's result when that did not pass.
+func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *endState) *report.Result {
+	e.logf("%s: once more without a fault, to learn what differs between equal runs", s.Metadata.Name)
+	againRes, again := e.runOnce(ctx, s, seed, artifacts, true)
+	if againRes.Verdict() != report.Passed || again == nil {
+		return againRes
+	}
+	e.learnNoise(first, again)
+	e.calibrated = true
+	return nil
+}
+
+// unjudged is the result of a scenario whose fault-free twin did not
+// pass (its cleanup's checks included, which run after its end state was
+// read): the fault cannot be judged against it.
+func unjudged(twin *report.Result, which string, start time.Time) *report.Result {
+	twin.Took = time.Since(start)
+	twin.Errors = append([]string{which + " did not pass, so the fault cannot be judged against it"}, twin.Errors...)
+	return twin
 }

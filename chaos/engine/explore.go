@@ -57,6 +57,10 @@ type Exploration struct {
 	// Refused are steps the API server refused in a dry run, with its
 	// answer: the schema and its CEL rules at work, not findings.
 	Refused []string `json:"refused,omitempty"`
+	// Follows are the children's fields learned to carry a spec field's
+	// value (spec.image → StatefulSet/demo spec.template...image), which
+	// the consistency oracle judged.
+	Follows []string `json:"follows,omitempty"`
 	// Covered are the fields some run changed.
 	Covered  []string  `json:"covered"`
 	Runs     int       `json:"runs"`
@@ -98,11 +102,67 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return nil, nil, err
 	}
 	x := &Exploration{Base: base.Metadata.Name, Seed: o.Seed}
+	steps := x.generate(specSchema, obj, o.SkipFields)
+	admitted, refused, err := e.admitted(ctx, base, obj, steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	x.Refused = refused
+	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps)
+	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
+		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
+
+	c := &campaign{e: e, o: o, base: base}
+	ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.learned.observe(ref)
+
+	rep := report.NewReport(o.Seed, e.Name())
+	covered := map[string]bool{}
+	steps = nil
+	for i, seq := range plan {
+		if time.Since(start) > o.Budget || ctx.Err() != nil {
+			e.logf("explore: the budget of %s is spent after %d of %d runs", o.Budget, i, len(plan))
+			break
+		}
+		name := fmt.Sprintf("explore-%d", i+1)
+		res := c.run(ctx, name, seq, ScenarioSeed(o.Seed, i), o.Artifacts)
+		rep.Results = append(rep.Results, res)
+		x.Runs++
+		steps = append(steps, seq...)
+		for _, st := range seq {
+			covered[st.Field()] = true
+		}
+		oracle, what := classify(res, seq)
+		e.logf("%s (%s): %s", name, stepNames(seq), what)
+		if oracle != "" {
+			x.Findings = append(x.Findings, c.finding(ctx, name, seq, oracle, what))
+		}
+		if err := write(rep, o.Artifacts); err != nil {
+			return rep, x, err
+		}
+	}
+	for _, f := range c.learned.follows(x.Fields) {
+		x.Follows = append(x.Follows, fmt.Sprintf("%s → %s %s", f.Field, f.Object, f.Path))
+	}
+	x.Covered = slices.Sorted(maps.Keys(covered))
+	x.Took = time.Since(start)
+	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
+	return rep, x, errors.Join(write(rep, o.Artifacts), x.save(o.Artifacts),
+		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile, true)), 0o644))
+}
+
+// generate lists the steps to try: for each field of the spec's schema
+// the campaign does not skip, each candidate value, inside new parents
+// where obj lacks them.
+func (x *Exploration) generate(specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) []explore.Step {
 	fields, skipped := explore.Fields(specSchema)
 	x.Skipped = skipped
 	var steps []explore.Step
 	for _, f := range fields {
-		if skipField(o.SkipFields, f.String()) {
+		if skipField(skip, f.String()) {
 			x.Skipped = append(x.Skipped, f.String()+" (--skip-field)")
 			continue
 		}
@@ -113,45 +173,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 			steps = append(steps, explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing))
 		}
 	}
-	admitted, refused, err := e.admitted(ctx, base, obj, steps)
-	if err != nil {
-		return nil, nil, err
-	}
-	x.Refused = refused
-	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps)
-	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
-		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
-
-	rep := report.NewReport(o.Seed, e.Name())
-	covered := map[string]bool{}
-	steps = nil
-	for i, seq := range plan {
-		if time.Since(start) > o.Budget || ctx.Err() != nil {
-			e.logf("explore: the budget of %s is spent after %d of %d runs", o.Budget, i, len(plan))
-			break
-		}
-		s := e.campaignScenario(base, fmt.Sprintf("explore-%d", i+1), seq)
-		res := e.Run(ctx, s, ScenarioSeed(o.Seed, i), o.Artifacts)
-		rep.Results = append(rep.Results, res)
-		x.Runs++
-		steps = append(steps, seq...)
-		for _, st := range seq {
-			covered[st.Field()] = true
-		}
-		oracle, what := classify(res, seq)
-		e.logf("%s (%s): %s", s.Metadata.Name, stepNames(seq), what)
-		if oracle != "" {
-			x.Findings = append(x.Findings, e.finding(ctx, o, base, s.Metadata.Name, seq, oracle, what))
-		}
-		if err := write(rep, o.Artifacts); err != nil {
-			return rep, x, err
-		}
-	}
-	x.Covered = slices.Sorted(maps.Keys(covered))
-	x.Took = time.Since(start)
-	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
-	return rep, x, errors.Join(write(rep, o.Artifacts), x.save(o.Artifacts),
-		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile, true)), 0o644))
+	return steps
 }
 
 func exploreDefaults(o ExploreOptions) ExploreOptions {
@@ -256,30 +278,6 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 	return ok, refused, nil
 }
 
-// campaignScenario is the base scenario with the sequence's steps as its
-// actions, each but the last followed by a wait to converge, no fault,
-// and the automatic oracles as its assertions.
-func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
-	s := *base
-	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + stepNames(seq)}
-	s.Spec.Before, s.Spec.Workload = nil, nil
-	s.Spec.During = nil
-	for i, st := range seq {
-		if i > 0 {
-			s.Spec.During = append(s.Spec.During, scenario.Action{Converge: true})
-		}
-		s.Spec.During = append(s.Spec.During, scenario.Action{Patch: st.Patch()})
-	}
-	s.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
-	stable := base.Spec.Assertions.StableFor
-	if stable == nil {
-		stable = &metav1.Duration{Duration: 5 * time.Second}
-	}
-	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true}
-	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
-	return &s
-}
-
 // verdictOf names the oracle a run broke ("" when it passed, or the API
 // server refused a step, which is the schema at work) and says what it
 // saw.
@@ -355,32 +353,6 @@ func namedInCondition(msg string, seq []explore.Step) string {
 	return ""
 }
 
-// finding shrinks a failing sequence to the fewest steps that break the
-// same oracle and writes it as a scenario file.
-func (e *Engine) finding(ctx context.Context, o ExploreOptions, base *scenario.Scenario, name string, seq []explore.Step, oracle, what string) Finding {
-	f := Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
-	shrunk := seq
-	if !o.NoShrink && len(seq) > 1 {
-		n := 0
-		shrunk = explore.Shrink(seq, func(try []explore.Step) bool {
-			n++
-			s := e.campaignScenario(base, fmt.Sprintf("%s-shrink-%d", name, n), try)
-			got, _ := classify(e.Run(ctx, s, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink")), try)
-			e.logf("%s: shrinking, %s: %s", name, stepNames(try), map[bool]string{true: "still fails", false: "passes"}[got == oracle])
-			return got == oracle
-		})
-	}
-	f.Shrunk = stepList(shrunk)
-	file, err := e.writeFinding(o.Artifacts, base, name, shrunk, oracle, what)
-	if err != nil {
-		f.File = "not written: " + err.Error()
-		return f
-	}
-	f.File = file
-	e.logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, stepNames(shrunk), file)
-	return f
-}
-
 // save writes explore.json.
 func (x *Exploration) save(dir string) error {
 	b, err := json.MarshalIndent(x, "", "  ")
@@ -401,11 +373,18 @@ func (x *Exploration) Summary(operatorFile string, all bool) string {
 	if len(x.Skipped) > 0 {
 		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
 	}
+	fmt.Fprintf(&b, "- children's fields learned to follow a spec field (the consistency oracle): %d\n", len(x.Follows))
+	for _, f := range x.Follows {
+		fmt.Fprintf(&b, "  - %s\n", f)
+	}
 	fmt.Fprintf(&b, "- refused by the API server in a dry run: %d values\n", len(x.Refused))
 	for i, r := range x.Refused {
 		if i == 5 && !all {
 			fmt.Fprintf(&b, "  - and %d more (explore.md lists them all)\n", len(x.Refused)-i)
 			break
+		}
+		if len(r) > 400 {
+			r = r[:400] + "… (explore.json holds it whole)"
 		}
 		fmt.Fprintf(&b, "  - %s\n", r)
 	}

@@ -49,8 +49,11 @@ func TestWriteFindingLoads(t *testing.T) {
 	g := NewWithT(t)
 	e, base := exploreEngine(t)
 	dir := t.TempDir()
-	file, err := e.writeFinding(dir, base, "explore-7", []explore.Step{
-		{Path: []string{"spec", "replicas"}, Value: int64(9)}, {Path: []string{"spec", "image"}, Value: "x"}}, "differential", "differs")
+	s := e.campaignScenario(base, "explore-7", []explore.Step{
+		{Path: []string{"spec", "replicas"}, Value: int64(9)}, {Path: []string{"spec", "image"}, Value: "x"}})
+	follow := scenario.Follow{Field: "spec.image", Object: "StatefulSet/demo", Path: "spec.template.spec.containers[0].image"}
+	s.Spec.Assertions.Follows = []scenario.Follow{follow}
+	file, err := e.writeFinding(dir, base, s, "differential", "differs")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(file).To(Equal(filepath.Join(dir, "findings", "explore-7.yaml")))
 	_, err = os.Stat(filepath.Join(dir, "findings", "explore-7-resource.yaml"))
@@ -64,6 +67,7 @@ func TestWriteFindingLoads(t *testing.T) {
 	b, _ := os.ReadFile(file)
 	t.Logf("%s", b)
 	g.Expect(set.Scenarios[0].Spec.Assertions.SameAsFresh).To(BeTrue())
+	g.Expect(set.Scenarios[0].Spec.Assertions.Follows).To(Equal([]scenario.Follow{follow}), "the consistency oracle's follows replay")
 }
 
 func TestVerdictOf(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 // writeFinding writes the shrunk sequence as a scenario file beside a
 // copy of the base resource's manifest, under dir/findings, laid out as
 // a person writes one.
-func (e *Engine) writeFinding(dir string, base *scenario.Scenario, name string, seq []explore.Step, oracle, what string) (string, error) {
-	s := e.campaignScenario(base, name, seq)
+func (e *Engine) writeFinding(dir string, base *scenario.Scenario, s *scenario.Scenario, oracle, what string) (string, error) {
+	name := s.Metadata.Name
 	out := filepath.Join(dir, "findings")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
@@ -76,6 +76,9 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 		}
 	}
 	assertions := map[string]any{"sameAsFresh": true, "stableFor": s.Spec.Assertions.StableFor.Duration.String()}
+	if f := s.Spec.Assertions.Follows; len(f) > 0 {
+		assertions["follows"] = f
+	}
 	for _, part := range []struct {
 		key string
 		v   any

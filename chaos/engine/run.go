@@ -105,6 +105,9 @@ type run struct {
 	kv        workload.KV
 	res       *report.Result
 	closer    []func()
+	// follows is what the consistency oracle saw of each of the
+	// assertions' follows.
+	follows []followSeen
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -121,7 +124,8 @@ func (r *run) fail(format string, args ...any) *report.Result {
 // whose simulated world is the same each time.
 func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
 	if s.Spec.Assertions.SameAsFresh {
-		return e.runDifferential(ctx, s, seed, artifacts)
+		res, _ := e.runDifferential(ctx, s, seed, artifacts)
+		return res
 	}
 	if !scenario.IsViewAction(s.Spec.Fault.Action) || e.view == nil {
 		res, _ := e.runOnce(ctx, s, seed, artifacts, false)
@@ -134,13 +138,9 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 		return unjudged(twinRes, "the fault-free twin", start)
 	}
 	if e.hermetic == nil || !e.calibrated {
-		e.logf("%s: a second fault-free twin, to learn what differs between runs without a fault", s.Metadata.Name)
-		againRes, again := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin-2"), true)
-		if againRes.Verdict() != report.Passed || again == nil {
-			return unjudged(againRes, "the second fault-free twin", start)
+		if again := e.calibrate(ctx, s, seed, filepath.Join(artifacts, "twin-2"), twin); again != nil {
+			return unjudged(again, "the second fault-free twin", start)
 		}
-		e.learnNoise(twin, again)
-		e.calibrated = true
 	}
 	res, faulted := e.runOnce(ctx, s, seed, artifacts, false)
 	if faulted != nil {
@@ -152,15 +152,6 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	res.Took = time.Since(start)
 	return res
-}
-
-// unjudged is the result of a scenario whose fault-free twin did not
-// pass (its cleanup's checks included, which run after its end state was
-// read): the fault cannot be judged against it.
-func unjudged(twin *report.Result, which string, start time.Time) *report.Result {
-	twin.Took = time.Since(start)
-	twin.Errors = append([]string{which + " did not pass, so the fault cannot be judged against it"}, twin.Errors...)
-	return twin
 }
 
 // runOnce runs the scenario once (as the fault-free twin when asked) and

@@ -377,6 +377,23 @@ type Assertions struct {
 	// oracle): the status without timestamps and the children's desired
 	// state must be the same, whatever path the spec took to get there.
 	SameAsFresh bool `json:"sameAsFresh,omitempty"`
+	// Follows are fields of the resource's children that carry a spec
+	// field's value (the consistency oracle): once converged, after each
+	// converge action and at the end, each holds the value the spec
+	// field has then. A spec field left unset is not judged.
+	Follows []Follow `json:"follows,omitempty"`
+}
+
+// Follow says that a child's field carries a spec field's value: the
+// StatefulSet demo's spec.template.spec.containers[0].image is spec.image.
+type Follow struct {
+	// Field is the resource's field, from the root (spec.image).
+	Field string `json:"field"`
+	// Object is the child, Kind/name, in the resource's namespace.
+	Object string `json:"object"`
+	// Path is the child's field: labels, annotations, spec or data, then
+	// its keys and list indexes (spec.template.spec.containers[0].image).
+	Path string `json:"path"`
 }
 
 // DeletionAssertions judge how the operator lets its resource go.

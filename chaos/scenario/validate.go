@@ -448,6 +448,18 @@ func (c *checker) assertions(sp *ScenarioSpec) {
 	if a.SameAsFresh && IsViewAction(sp.Fault.Action) {
 		c.at(p+".sameAsFresh", "a view fault's run is compared with its fault-free twin already: compare with a fresh resource under fault none or a Chaos Mesh fault")
 	}
+	for i, f := range a.Follows {
+		fp := fmt.Sprintf("%s.follows[%d]", p, i)
+		if !strings.HasPrefix(f.Field, "spec.") {
+			c.at(fp+".field", "%q: name a spec field from the root, as spec.image", f.Field)
+		}
+		if kind, name, ok := strings.Cut(f.Object, "/"); !ok || kind == "" || name == "" {
+			c.at(fp+".object", "%q: name the child as Kind/name, as StatefulSet/demo", f.Object)
+		}
+		if f.Path == "" {
+			c.at(fp+".path", "name the child's field, as spec.template.spec.containers[0].image")
+		}
+	}
 	if w := a.Workload; w != nil {
 		if sp.Workload == nil {
 			c.at(p+".workload", "the scenario runs no workload (spec.workload)")
