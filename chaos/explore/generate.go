@@ -27,9 +27,9 @@ type Field struct {
 
 func (f Field) String() string { return strings.Join(f.Path, ".") }
 
-// Fields lists the spec's leaves explore can set (integers, numbers,
-// booleans, strings), and says of every other field why not (lists and
-// maps: not generated yet).
+// Fields lists the spec's fields explore can set: the leaves (integers,
+// numbers, booleans, strings), the maps whose values have a schema and
+// the lists whose items do; it says of every other field why not.
 func Fields(spec *apiextensionsv1.JSONSchemaProps) (fields []Field, skipped []string) {
 	var walk func(path []string, s *apiextensionsv1.JSONSchemaProps)
 	walk = func(path []string, s *apiextensionsv1.JSONSchemaProps) {
@@ -42,10 +42,14 @@ func Fields(spec *apiextensionsv1.JSONSchemaProps) (fields []Field, skipped []st
 				p := s.Properties[k]
 				walk(append(slices.Clone(path), k), &p)
 			}
+		case s.Type == "object" && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+			fields = append(fields, Field{Path: path, Schema: *s})
 		case s.Type == "object":
-			skipped = append(skipped, name+" (a map: not generated yet)")
+			skipped = append(skipped, name+" (an object whose keys have no schema)")
+		case s.Type == "array" && s.Items != nil && s.Items.Schema != nil:
+			fields = append(fields, Field{Path: path, Schema: *s})
 		case s.Type == "array":
-			skipped = append(skipped, name+" (a list: not generated yet)")
+			skipped = append(skipped, name+" (a list whose items have no schema)")
 		case s.Type == "integer", s.Type == "number", s.Type == "boolean", s.Type == "string":
 			fields = append(fields, Field{Path: path, Schema: *s})
 		default:
@@ -73,6 +77,11 @@ func (s Step) String() string {
 		path, v = s.Leaf, s.LeafValue
 	}
 	out := fmt.Sprintf("%s=%v", strings.Join(path, "."), v)
+	switch v.(type) {
+	case map[string]any, []any:
+		b, _ := json.Marshal(v)
+		out = fmt.Sprintf("%s=%s", strings.Join(path, "."), b)
+	}
 	if str, ok := v.(string); ok && len(str) > 24 {
 		out = fmt.Sprintf("%s=%s…(%d characters)", strings.Join(path, "."), str[:8], len(str))
 	}
@@ -120,6 +129,10 @@ func Candidates(f Field, current any) []any {
 		add(jsonValue(s.Default.Raw))
 	}
 	switch {
+	case s.Type == "object":
+		return mapCandidates(f, current)
+	case s.Type == "array":
+		return listCandidates(f, current)
 	case s.XIntOrString:
 		for _, v := range []any{"1Gi", "2Gi", "0", 1, "100%"} {
 			add(v)
@@ -321,4 +334,86 @@ func hintedString(name string) string {
 		return "1h"
 	}
 	return "explore"
+}
+
+// mapCandidates are a map's values: cleared (each key it has set to
+// null, as a merge patch removes them), then a key its name suggests
+// (cpu and memory for limits and requests) with a value for that key,
+// each such key alone and all together.
+func mapCandidates(f Field, current any) []any {
+	var out []any
+	if cur, ok := current.(map[string]any); ok && len(cur) > 0 {
+		cleared := map[string]any{}
+		for k := range cur {
+			cleared[k] = nil
+		}
+		out = append(out, cleared)
+	}
+	elem := f.Schema.AdditionalProperties.Schema
+	all := map[string]any{}
+	keys := mapKeys(strings.ToLower(f.Path[len(f.Path)-1]))
+	for _, k := range keys {
+		v := elementValue(k, elem)
+		all[k] = v
+		out = append(out, map[string]any{k: v})
+	}
+	if len(keys) > 1 {
+		out = append(out, all)
+	}
+	return out
+}
+
+// mapKeys are the keys a map of that (lowercased) name plausibly holds.
+func mapKeys(name string) []string {
+	switch {
+	case strings.Contains(name, "limit"), strings.Contains(name, "request"):
+		return []string{"cpu", "memory"}
+	case strings.Contains(name, "label"), strings.Contains(name, "annotation"), strings.Contains(name, "selector"):
+		return []string{"gauntlet.dev/explore"}
+	}
+	return []string{"explore"}
+}
+
+// elementValue is a value for a map's key: a quantity that suits the key
+// where the values are quantities, else Minimal.
+func elementValue(key string, s *apiextensionsv1.JSONSchemaProps) any {
+	if s.XIntOrString {
+		switch key {
+		case "cpu":
+			return "100m"
+		case "memory":
+			return "64Mi"
+		}
+		return "1"
+	}
+	return Minimal(key, s)
+}
+
+// listCandidates are a list's values (a merge patch replaces a list
+// whole): empty, and one item built whole (Minimal); two items where
+// the list may hold more than one.
+func listCandidates(f Field, current any) []any {
+	item := f.Schema.Items.Schema
+	name := strings.TrimSuffix(strings.ToLower(f.Path[len(f.Path)-1]), "s")
+	one := Minimal(name, item)
+	out := []any{[]any{one}}
+	if cur, ok := current.([]any); ok && len(cur) > 0 {
+		out = []any{[]any{}, []any{one}}
+	}
+	if f.Schema.MaxItems == nil || *f.Schema.MaxItems >= 2 {
+		second := Minimal(name, item)
+		if m, ok := second.(map[string]any); ok {
+			// a second item differs in its string properties, which
+			// list-map keys usually are
+			for k, v := range m {
+				if str, ok := v.(string); ok {
+					m[k] = str + "-2"
+				}
+			}
+		} else if str, ok := second.(string); ok {
+			second = str + "-2"
+		}
+		out = append(out, []any{one, second})
+	}
+	return out
 }

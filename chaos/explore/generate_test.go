@@ -21,7 +21,10 @@ func spec() *apiextensionsv1.JSONSchemaProps {
 			"class": {Type: "string", MaxLength: ptr.To[int64](5)},
 		}},
 		"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}},
-		"args":   {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+		"limits": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{XIntOrString: true}}},
+		"claims": {Type: "array", MaxItems: ptr.To[int64](4), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}, "request": {Type: "string"}}}}},
+		"args": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
 	}}
 }
 
@@ -32,8 +35,8 @@ func TestFields(t *testing.T) {
 	for _, f := range fields {
 		names = append(names, f.String())
 	}
-	g.Expect(names).To(Equal([]string{"spec.paused", "spec.policy", "spec.replicas", "spec.storage.class", "spec.storage.size"}))
-	g.Expect(skipped).To(ConsistOf("spec.args (a list: not generated yet)", "spec.labels (a map: not generated yet)"))
+	g.Expect(names).To(Equal([]string{"spec.args", "spec.claims", "spec.limits", "spec.paused", "spec.policy", "spec.replicas", "spec.storage.class", "spec.storage.size"}))
+	g.Expect(skipped).To(ConsistOf("spec.labels (an object whose keys have no schema)"))
 }
 
 func TestCandidates(t *testing.T) {
@@ -48,6 +51,29 @@ func TestCandidates(t *testing.T) {
 	g.Expect(Candidates(byName["spec.policy"], "Snapshot")).To(Equal([]any{"Delete"}), "every enum member but the current")
 	g.Expect(Candidates(byName["spec.paused"], nil)).To(Equal([]any{true}))
 	g.Expect(Candidates(byName["spec.storage.class"], "fast")).To(Equal([]any{"explore", "", "aaaaa"}), "a string at its length bound")
+}
+
+// A map gets the keys its name suggests, alone and together, and is
+// cleared (its keys set to null) where it has some; a list is emptied,
+// or gets one item built whole, or two that differ.
+func TestMapAndListCandidates(t *testing.T) {
+	g := NewWithT(t)
+	fields, _ := Fields(spec())
+	byName := map[string]Field{}
+	for _, f := range fields {
+		byName[f.String()] = f
+	}
+	g.Expect(Candidates(byName["spec.limits"], map[string]any{"cpu": "1"})).To(Equal([]any{
+		map[string]any{"cpu": nil},
+		map[string]any{"cpu": "100m"}, map[string]any{"memory": "64Mi"}, map[string]any{"cpu": "100m", "memory": "64Mi"},
+	}))
+	g.Expect(Candidates(byName["spec.claims"], nil)).To(Equal([]any{
+		[]any{map[string]any{"name": "explore"}},
+		[]any{map[string]any{"name": "explore"}, map[string]any{"name": "explore-2"}},
+	}))
+	g.Expect(Candidates(byName["spec.args"], []any{"a"})).To(Equal([]any{[]any{}, []any{"explore"}, []any{"explore", "explore-2"}}))
+	s := Step{Path: []string{"spec", "limits"}, Value: map[string]any{"cpu": "100m"}}
+	g.Expect(s.String()).To(Equal(`spec.limits={"cpu":"100m"}`))
 }
 
 func TestStepPatch(t *testing.T) {
