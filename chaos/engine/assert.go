@@ -67,6 +67,10 @@ func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, 
 		r.followsAt(ctx, "the end")
 		r.res.Checks = append(r.res.Checks, r.followChecks()...)
 	}
+	if a.TruthfulStatus {
+		r.statusAt(ctx, "the end")
+		r.res.Checks = append(r.res.Checks, r.truthfulCheck())
+	}
 	if ledger != nil {
 		if err := r.workloadChecks(ctx, ledger); err != nil {
 			return err

@@ -27,11 +27,12 @@ type campaign struct {
 // for the fields seq sets.
 func (c *campaign) scenario(name string, seq []explore.Step) *scenario.Scenario {
 	s := c.e.campaignScenario(c.base, name, seq)
-	var fields []string
-	for _, st := range seq {
-		fields = append(fields, st.Field())
-	}
+	fields := fieldsOf(seq)
 	s.Spec.Assertions.Follows = c.learned.follows(fields)
+	if c.e.refusable == nil {
+		c.e.refusable = map[string][]string{}
+	}
+	c.e.refusable[name] = fields
 	return s
 }
 
@@ -45,9 +46,9 @@ func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, see
 
 // finding shrinks a failing sequence to the fewest steps that break the
 // same oracle and writes it as a scenario file.
-func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, oracle, what string) Finding {
+func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, oracle, what string) report.Finding {
 	e, o := c.e, c.o
-	f := Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
+	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
 	shrunk := seq
 	if !o.NoShrink && len(seq) > 1 {
 		n := 0
@@ -89,7 +90,7 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 	if stable == nil {
 		stable = &metav1.Duration{Duration: 5 * time.Second}
 	}
-	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true}
+	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true, TruthfulStatus: true}
 	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
 	return &s
 }

@@ -74,8 +74,8 @@ func (r *run) followsAt(ctx context.Context, moment string) {
 func followMisses(follows []scenario.Follow, st *endState) []string {
 	out := make([]string, len(follows))
 	for i, f := range follows {
-		want, set, _ := unstructured.NestedFieldNoCopy(map[string]any{"spec": st.Spec}, strings.Split(f.Field, ".")...)
-		if !set || want == nil {
+		want, set := flatten(map[string]any{"spec": st.Spec})[f.Field]
+		if !set {
 			out[i] = "-"
 			continue
 		}
@@ -182,23 +182,25 @@ func (l *followLearner) observe(st *endState) {
 	}
 }
 
-// follows are the follows learned for the spec fields named.
+// follows are the follows learned for the spec fields named and the
+// leaves under them (a map's keys, a list's items).
 func (l *followLearner) follows(fields []string) []scenario.Follow {
-	var out []scenario.Follow
-	for _, field := range fields {
-		path := strings.Split(field, ".")
-		type tally struct {
-			values map[string]bool
-			broken bool
+	type tally struct {
+		values map[string]bool
+		broken bool
+	}
+	seen := map[scenario.Follow]*tally{}
+	for _, c := range l.creations {
+		children := map[string]map[string]any{}
+		for obj, child := range c.Children {
+			children[obj] = flatten(child)
 		}
-		seen := map[scenario.Follow]*tally{}
-		for _, c := range l.creations {
-			want, set, _ := unstructured.NestedFieldNoCopy(map[string]any{"spec": c.Spec}, path...)
-			if !set || want == nil {
+		for field, want := range flatten(map[string]any{"spec": c.Spec}) {
+			if !slices.ContainsFunc(fields, func(f string) bool { return under(field, f) }) {
 				continue
 			}
-			for obj, child := range c.Children {
-				for p, got := range flatten(child) {
+			for obj, leaves := range children {
+				for p, got := range leaves {
 					f := scenario.Follow{Field: field, Object: obj, Path: p}
 					t := seen[f]
 					if t == nil {
@@ -213,13 +215,19 @@ func (l *followLearner) follows(fields []string) []scenario.Follow {
 				}
 			}
 		}
-		for _, f := range slices.SortedFunc(maps.Keys(seen), compareFollows) {
-			if t := seen[f]; !t.broken && len(t.values) >= 2 {
-				out = append(out, f)
-			}
+	}
+	var out []scenario.Follow
+	for _, f := range slices.SortedFunc(maps.Keys(seen), compareFollows) {
+		if t := seen[f]; !t.broken && len(t.values) >= 2 {
+			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// under says whether path is field or a leaf under it.
+func under(path, field string) bool {
+	return path == field || strings.HasPrefix(path, field+".") || strings.HasPrefix(path, field+"[")
 }
 
 func compareFollows(a, b scenario.Follow) int {

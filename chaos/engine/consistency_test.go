@@ -87,3 +87,22 @@ func TestFollowChecks(t *testing.T) {
 	g.Expect(checks[1].OK()).To(BeTrue())
 	g.Expect(checks[1].Value).To(Equal("held at 3 moments"))
 }
+
+// A map's keys are learned leaf by leaf, and a quantity written another
+// way in the child still follows.
+func TestFollowLearnerMapLeaves(t *testing.T) {
+	g := NewWithT(t)
+	withCPU := func(cpu, child string) *endState {
+		return &endState{
+			Spec: map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": cpu}}},
+			Children: map[string]map[string]any{"StatefulSet/demo": {"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": child}}}}}}}}},
+		}
+	}
+	var l followLearner
+	l.observe(withCPU("0.5", "500m"))
+	l.observe(withCPU("2", "2"))
+	g.Expect(l.follows([]string{"spec.resources.limits"})).To(Equal([]scenario.Follow{{
+		Field: "spec.resources.limits.cpu", Object: "StatefulSet/demo", Path: "spec.template.spec.containers[0].resources.limits.cpu"}}))
+	g.Expect(l.follows([]string{"spec.resources.lim"})).To(BeEmpty(), "a prefix of a name is not a parent")
+}

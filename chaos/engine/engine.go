@@ -114,6 +114,10 @@ type Engine struct {
 	// list indexes written [*]), and calibrated says it was learned.
 	noise      map[string]bool
 	calibrated bool
+	// refusable are, by scenario, the spec fields an explore campaign's
+	// run set: a condition naming one, for the resource's generation,
+	// ends the wait to converge at once (the operator refused the spec).
+	refusable map[string][]string
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the

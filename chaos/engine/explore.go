@@ -47,46 +47,12 @@ type ExploreOptions struct {
 	Artifacts string
 }
 
-// Exploration is what a campaign tried and found.
-type Exploration struct {
-	Base string `json:"base"`
-	Seed uint64 `json:"seed"`
-	// Fields are the spec fields generated for; Skipped those not, with why.
-	Fields  []string `json:"fields"`
-	Skipped []string `json:"skipped,omitempty"`
-	// Refused are steps the API server refused in a dry run, with its
-	// answer: the schema and its CEL rules at work, not findings.
-	Refused []string `json:"refused,omitempty"`
-	// Follows are the children's fields learned to carry a spec field's
-	// value (spec.image → StatefulSet/demo spec.template...image), which
-	// the consistency oracle judged.
-	Follows []string `json:"follows,omitempty"`
-	// Covered are the fields some run changed.
-	Covered  []string  `json:"covered"`
-	Runs     int       `json:"runs"`
-	Findings []Finding `json:"findings,omitempty"`
-	// Took is the campaign's time; StepsPerMinute its pace.
-	Took           time.Duration `json:"took"`
-	StepsPerMinute float64       `json:"stepsPerMinute"`
-}
-
-// Finding is a failing sequence, shrunk, and the scenario file that
-// replays it.
-type Finding struct {
-	Scenario string   `json:"scenario"`
-	Oracle   string   `json:"oracle"`
-	What     string   `json:"what"`
-	Steps    []string `json:"steps"`
-	Shrunk   []string `json:"shrunk"`
-	File     string   `json:"file"`
-}
-
 // Explore runs a campaign on the engine's operator: single steps and
 // sequences of spec changes generated from the CRD's schema, each judged
 // by the automatic oracles (it settles; it stays settled; it ends as a
 // fresh resource with its final spec does). A failing sequence is shrunk
 // and written as a scenario file under Artifacts/findings.
-func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report, *Exploration, error) {
+func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report, *report.Campaign, error) {
 	start := time.Now()
 	o = exploreDefaults(o)
 	base, err := e.baseScenario(o.Base)
@@ -101,8 +67,8 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &Exploration{Base: base.Metadata.Name, Seed: o.Seed}
-	steps := x.generate(specSchema, obj, o.SkipFields)
+	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed}
+	steps := generate(x, specSchema, obj, o.SkipFields)
 	admitted, refused, err := e.admitted(ctx, base, obj, steps)
 	if err != nil {
 		return nil, nil, err
@@ -150,14 +116,15 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	x.Covered = slices.Sorted(maps.Keys(covered))
 	x.Took = time.Since(start)
 	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
-	return rep, x, errors.Join(write(rep, o.Artifacts), x.save(o.Artifacts),
+	rep.Campaign = x
+	return rep, x, errors.Join(write(rep, o.Artifacts), x.Save(o.Artifacts),
 		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile, true)), 0o644))
 }
 
 // generate lists the steps to try: for each field of the spec's schema
 // the campaign does not skip, each candidate value, inside new parents
 // where obj lacks them.
-func (x *Exploration) generate(specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) []explore.Step {
+func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) []explore.Step {
 	fields, skipped := explore.Fields(specSchema)
 	x.Skipped = skipped
 	var steps []explore.Step
@@ -320,81 +287,26 @@ func verdictOf(res *report.Result) (oracle, what string) {
 func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
 	oracle, what = verdictOf(res)
 	if oracle == "settles" {
-		if cond := namedInCondition(what, seq); cond != "" {
+		if cond := namedInCondition(res.Conditions, fieldsOf(seq)); cond != "" {
 			return "", "refused by the operator, in its " + cond
 		}
 	}
 	return oracle, what
 }
 
-// namedInCondition finds, in the status a convergence wait last saw (the
-// "; status {...}" its message ends with), a condition whose message
-// names a field the sequence set (spec.replicas): the operator refused
-// the spec, and said why, which the refusal oracle allows. It returns
-// "<type> condition: <message>", or "".
-func namedInCondition(msg string, seq []explore.Step) string {
-	i := strings.LastIndex(msg, "; status {")
-	if i < 0 {
-		return ""
-	}
-	var st struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(msg[i+len("; status "):])), &st); err != nil {
-		return ""
-	}
-	for _, c := range st.Conditions {
-		for _, step := range seq {
-			if strings.Contains(c.Message, step.Field()) {
+// namedInCondition finds, among the conditions a run last read, one
+// whose message names one of the fields a sequence set (spec.replicas): the
+// operator refused the spec, and said why, which the refusal oracle
+// allows. It returns "<type> condition (<status>): <message>", or "".
+func namedInCondition(conds []report.Condition, fields []string) string {
+	for _, c := range conds {
+		for _, f := range fields {
+			if strings.Contains(c.Message, f) {
 				return fmt.Sprintf("%s condition (%s): %s", c.Type, c.Status, c.Message)
 			}
 		}
 	}
 	return ""
-}
-
-// save writes explore.json.
-func (x *Exploration) save(dir string) error {
-	b, err := json.MarshalIndent(x, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "explore.json"), b, 0o644)
-}
-
-// Summary is the campaign for a person: what was tried, what the API
-// server refused (the first few unless all), and each finding with the
-// command that replays it.
-func (x *Exploration) Summary(operatorFile string, all bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
-	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
-	fmt.Fprintf(&b, "- fields: %d generated for, %d changed by some run: %s\n", len(x.Fields), len(x.Covered), strings.Join(x.Covered, ", "))
-	if len(x.Skipped) > 0 {
-		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
-	}
-	fmt.Fprintf(&b, "- children's fields learned to follow a spec field (the consistency oracle): %d\n", len(x.Follows))
-	for _, f := range x.Follows {
-		fmt.Fprintf(&b, "  - %s\n", f)
-	}
-	fmt.Fprintf(&b, "- refused by the API server in a dry run: %d values\n", len(x.Refused))
-	for i, r := range x.Refused {
-		if i == 5 && !all {
-			fmt.Fprintf(&b, "  - and %d more (explore.md lists them all)\n", len(x.Refused)-i)
-			break
-		}
-		if len(r) > 400 {
-			r = r[:400] + "… (explore.json holds it whole)"
-		}
-		fmt.Fprintf(&b, "  - %s\n", r)
-	}
-	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
-	for _, f := range x.Findings {
-		fmt.Fprintf(&b, "\n**%s** broke %q: %s\n", f.Scenario, f.Oracle, f.What)
-		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))
-		fmt.Fprintf(&b, "- replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, f.File)
-	}
-	return b.String()
 }
 
 // missingParents counts the objects on path (spec and the field itself
@@ -419,6 +331,27 @@ func stepList(seq []explore.Step) []string {
 	var out []string
 	for _, s := range seq {
 		out = append(out, s.String())
+	}
+	return out
+}
+
+// refusedIn is namedInCondition over the conditions u shows for its
+// generation, for the fields the campaign's run set ("" outside one).
+func (r *run) refusedIn(u *unstructured.Unstructured) string {
+	fields := r.e.refusable[r.s.Metadata.Name]
+	if len(fields) == 0 {
+		return ""
+	}
+	if observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); found && observed < u.GetGeneration() {
+		return ""
+	}
+	return namedInCondition(reportConditions(u), fields)
+}
+
+func fieldsOf(seq []explore.Step) []string {
+	var out []string
+	for _, st := range seq {
+		out = append(out, st.Field())
 	}
 	return out
 }

@@ -109,8 +109,9 @@ func TestClassifyRefusal(t *testing.T) {
 	g := NewWithT(t)
 	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(1)}, {Path: []string{"spec", "image"}, Value: "x"}}
 	stall := func(message string) *report.Result {
-		return &report.Result{Run: &report.Run{Errors: []string{`not converged after the heal: waiting for db to converge: gave up; last observed:
-converged[2] "self.spec.replicas == self.status.readyReplicas" is false (<nil>); status {"conditions":[{"type":"Progressing","status":"True","reason":"WaitingForQuorum","message":"` + message + `","lastTransitionTime":"2026-11-26T02:34:28Z"}]}`}}}
+		return &report.Result{Run: &report.Run{Errors: []string{`not converged after the heal: waiting for db to converge: gave up`}},
+			Conditions: []report.Condition{{Type: "Available", Status: "True", Reason: "Quorum", Message: "3 of 3 members ready"},
+				{Type: "Progressing", Status: "True", Reason: "WaitingForQuorum", Message: message}}}
 	}
 	oracle, what := classify(stall("rolling update (to the new spec.image or spec.resources) paused: set spec.replicas to 3 or more"), seq)
 	g.Expect(oracle).To(BeEmpty())

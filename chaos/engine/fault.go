@@ -193,6 +193,7 @@ func (r *run) actions(ctx context.Context, list string, actions []scenario.Actio
 				return fmt.Errorf("%s[%d]: %w", list, i, err)
 			}
 			r.followsAt(ctx, fmt.Sprintf("%s[%d]", list, i))
+			r.statusAt(ctx, fmt.Sprintf("%s[%d]", list, i))
 		case a.DeletePods != nil:
 			pods, err := r.roles.pods(ctx, a.DeletePods.Role)
 			if err != nil {

@@ -75,7 +75,7 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 			during = append(during, map[string]any{"patch": a.Patch})
 		}
 	}
-	assertions := map[string]any{"sameAsFresh": true, "stableFor": s.Spec.Assertions.StableFor.Duration.String()}
+	assertions := map[string]any{"sameAsFresh": true, "truthfulStatus": s.Spec.Assertions.TruthfulStatus, "stableFor": s.Spec.Assertions.StableFor.Duration.String()}
 	if f := s.Spec.Assertions.Follows; len(f) > 0 {
 		assertions["follows"] = f
 	}

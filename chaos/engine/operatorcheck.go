@@ -342,9 +342,14 @@ func (r *run) stateWriteList(since time.Time) []string {
 // isStateWrite says whether a request through the proxy is a successful
 // write that changes what is (Leases and Events aside).
 func isStateWrite(q apiproxy.Request) bool {
-	return q.Status/100 == 2 && slices.Contains(scenario.WriteVerbs, q.Info.Verb) &&
-		q.Info.Resource != "leases" && q.Info.Resource != "events"
+	return q.Status/100 == 2 && slices.Contains(scenario.WriteVerbs, q.Info.Verb) && !slices.Contains(notState, q.Info.Resource)
 }
+
+// notState are resources an operator creates that change no state:
+// leader election's lease, events, and the reviews its metrics
+// endpoint's authentication and authorization create on every scrape.
+var notState = []string{"leases", "events", "tokenreviews", "subjectaccessreviews",
+	"selfsubjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews", "selfsubjectrulesreviews"}
 
 // reconcileErrors is the operator's controller_runtime_reconcile_errors_total
 // for its controller, when its metrics are known and answer.

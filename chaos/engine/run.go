@@ -108,6 +108,8 @@ type run struct {
 	// follows is what the consistency oracle saw of each of the
 	// assertions' follows.
 	follows []followSeen
+	// truthful is what the truthful-status oracle saw.
+	truthful followSeen
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -160,7 +162,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	start := time.Now()
 	name := s.Metadata.Name
 	r := &run{e: e, s: s, twin: twin, started: start, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
-		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Artifacts: filepath.Join(artifacts, name)}}
+		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Description: s.Metadata.Description, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
 		r.res.Skipped = why
@@ -174,6 +176,9 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	}
 	defer r.cleanup(ctx)
 	res := r.run(ctx, seed)
+	if r.obj != nil {
+		res.Conditions = reportConditions(r.obj)
+	}
 	if res.Verdict() != report.Passed || (e.view == nil && !s.Spec.Assertions.SameAsFresh && !twin) {
 		return res, nil
 	}
@@ -376,6 +381,9 @@ func (r *run) waitConverged(ctx context.Context) error {
 			ok, err := p.eval(u.Object)
 			if err != nil || !ok {
 				last = fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u))
+				if cond := r.refusedIn(u); cond != "" {
+					return false, "", fmt.Errorf("not converged: the operator refused the spec in its %s", cond)
+				}
 				return false, last, nil
 			}
 		}

@@ -116,3 +116,24 @@ func TestConditionColours(t *testing.T) {
 }
 
 func metaDuration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
+// An explore campaign's page says so, leads with what the campaign
+// covered, learned and found, and shows each run's steps.
+func TestRenderCampaign(t *testing.T) {
+	g := NewWithT(t)
+	rep := report.NewReport(1, "envtest")
+	run := &report.Result{Run: &report.Run{Scenario: "explore-3", Seed: 1}, Description: "explore: spec.replicas=2, then spec.image=x"}
+	rep.Results = []*report.Result{run}
+	rep.Campaign = &report.Campaign{Base: "base", Seed: 1, Runs: 1, Fields: []string{"spec.image", "spec.replicas"}, Covered: []string{"spec.image"},
+		Follows:  []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
+		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"}}}
+	b, err := Render(rep, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	html := string(b)
+	g.Expect(html).To(ContainSubstring("<h1>Gauntlet explore campaign</h1>"))
+	g.Expect(html).NotTo(ContainSubstring("Gauntlet chaos run"))
+	g.Expect(html).To(ContainSubstring("2 generated for, 1 changed by some run"))
+	g.Expect(html).To(ContainSubstring("<code>spec.image → StatefulSet/db spec.template.spec.containers[0].image</code>"))
+	g.Expect(html).To(ContainSubstring(`<a href="#explore-3">explore-3</a> broke <b>consistency: x</b>`))
+	g.Expect(html).To(ContainSubstring(`<p class="meta">explore: spec.replicas=2, then spec.image=x</p>`), "each run's steps under its heading")
+}

@@ -39,9 +39,22 @@ type Result struct {
 	Injections []Injection `json:"injections,omitempty"`
 	// Twin compares a view-fault run with its fault-free twin.
 	Twin *TwinDiff `json:"twin,omitempty"`
+	// Description is what the scenario's file says it does.
+	Description string `json:"description,omitempty"`
+	// Conditions are the resource's status conditions as the run last
+	// read them.
+	Conditions []Condition `json:"conditions,omitempty"`
 	// Artifacts is the folder holding this scenario's evidence.
 	Artifacts string        `json:"artifacts,omitempty"`
 	Took      time.Duration `json:"took"`
+}
+
+// Condition is a status condition of the resource.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Verdict is passed, failed or skipped.
@@ -71,6 +84,9 @@ type Report struct {
 	Started    time.Time `json:"started"`
 	Cluster    string    `json:"cluster,omitempty"`
 	Results    []*Result `json:"results"`
+	// Campaign is set on the report of a `gauntlet explore` campaign,
+	// whose runs the results are.
+	Campaign *Campaign `json:"campaign,omitempty"`
 }
 
 // NewReport starts the report of a run with seed on cluster.

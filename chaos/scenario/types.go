@@ -382,6 +382,12 @@ type Assertions struct {
 	// converge action and at the end, each holds the value the spec
 	// field has then. A spec field left unset is not judged.
 	Follows []Follow `json:"follows,omitempty"`
+	// TruthfulStatus judges, after each converge action and at the end,
+	// that the resource's conditions agree with the StatefulSets and
+	// Deployments it controls: Available (or Ready) True with neither
+	// Progressing nor Degraded True means every one is ready and updated;
+	// Available False means some is not.
+	TruthfulStatus bool `json:"truthfulStatus,omitempty"`
 }
 
 // Follow says that a child's field carries a spec field's value: the

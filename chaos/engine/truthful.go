@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+// workloadResources are the children whose readiness a status speaks of.
+var workloadResources = []schema.GroupVersionResource{
+	{Group: "apps", Version: "v1", Resource: "statefulsets"},
+	{Group: "apps", Version: "v1", Resource: "deployments"},
+}
+
+// workloadState is what a workload child shows of its pods.
+type workloadState struct {
+	name                           string
+	replicas, ready, updated       int64
+	generation, observedGeneration int64
+}
+
+func (w workloadState) settled() bool {
+	return w.observedGeneration >= w.generation && w.ready == w.replicas && w.updated == w.replicas
+}
+
+func (w workloadState) String() string {
+	s := fmt.Sprintf("%s: %d of %d ready, %d updated", w.name, w.ready, w.replicas, w.updated)
+	if w.observedGeneration < w.generation {
+		s += fmt.Sprintf(", generation %d not yet observed (%d)", w.generation, w.observedGeneration)
+	}
+	return s
+}
+
+// workloadOf reads a StatefulSet or Deployment.
+func workloadOf(u *unstructured.Unstructured) workloadState {
+	n := func(path ...string) int64 {
+		v, _, _ := unstructured.NestedInt64(u.Object, path...)
+		return v
+	}
+	w := workloadState{name: u.GetKind() + "/" + u.GetName(), replicas: 1,
+		ready: n("status", "readyReplicas"), updated: n("status", "updatedReplicas"),
+		generation: u.GetGeneration(), observedGeneration: n("status", "observedGeneration")}
+	if r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); found {
+		w.replicas = r
+	}
+	return w
+}
+
+// untruthful says where the resource's conditions disagree with its
+// workloads ("" where they agree or say nothing): it claims to be done
+// (Available or Ready True, neither Progressing nor Degraded True, for
+// the generation it has) while a workload is not ready or not updated;
+// or it claims to be unavailable while it has workloads and every one
+// is ready and updated.
+func untruthful(conds []metav1.Condition, generation, observed int64, workloads []workloadState) string {
+	var avail *metav1.Condition
+	for _, t := range []string{"Available", "Ready"} {
+		if c := apimeta.FindStatusCondition(conds, t); c != nil {
+			avail = c
+			break
+		}
+	}
+	if avail == nil || len(workloads) == 0 || (observed > 0 && observed < generation) {
+		return ""
+	}
+	busy := slices.ContainsFunc([]string{"Progressing", "Degraded"}, func(t string) bool {
+		c := apimeta.FindStatusCondition(conds, t)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	var unsettled []string
+	for _, w := range workloads {
+		if !w.settled() {
+			unsettled = append(unsettled, w.String())
+		}
+	}
+	switch {
+	case avail.Status == metav1.ConditionTrue && !busy && len(unsettled) > 0:
+		return fmt.Sprintf("%s=True and neither Progressing nor Degraded True, while %s", avail.Type, strings.Join(unsettled, "; "))
+	case avail.Status == metav1.ConditionFalse && len(unsettled) == 0:
+		return fmt.Sprintf("%s=False (%s), while every workload it controls is ready and updated", avail.Type, avail.Reason)
+	}
+	return ""
+}
+
+// statusAt judges, once converged at moment, whether the resource's
+// conditions agree with its workloads within followGrace (its status is
+// written after its children change); the first disagreement is kept.
+func (r *run) statusAt(ctx context.Context, moment string) {
+	if !r.s.Spec.Assertions.TruthfulStatus {
+		return
+	}
+	r.truthful.judged++
+	var why string
+	err := framework.PollFor(ctx, "the resource's conditions to agree with its workloads", followGrace, time.Second, func(ctx context.Context) (bool, string, error) {
+		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var workloads []workloadState
+		for _, gvr := range workloadResources {
+			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for i := range list.Items {
+				if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == u.GetUID() {
+					workloads = append(workloads, workloadOf(&list.Items[i]))
+				}
+			}
+		}
+		conds := conditionsOf(u)
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		why = untruthful(conds, u.GetGeneration(), observed, workloads)
+		return why == "", why, nil
+	})
+	if err != nil && r.truthful.violation == "" {
+		if why == "" {
+			why = err.Error()
+		}
+		r.truthful.violation = fmt.Sprintf("after %s: %s", moment, why)
+		r.e.logf("%s: the status is not truthful after %s: %s", r.s.Metadata.Name, moment, why)
+	}
+}
+
+// truthfulCheck is the truthful-status oracle's check.
+func (r *run) truthfulCheck() report.Check {
+	c := report.Check{Kind: "truthful-status", Name: "conditions agree with the workloads the resource controls",
+		Value: fmt.Sprintf("agreed at %d moments", r.truthful.judged), Budget: fmt.Sprintf("within %s of converging", followGrace)}
+	if r.truthful.violation != "" {
+		c.Value, c.Violation = "disagreed", r.truthful.violation
+	}
+	return c
+}
+
+// conditionsOf reads a resource's status conditions.
+func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
+	var st struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(status, &st)
+	return st.Conditions
+}
+
+// reportConditions are u's conditions as a report records them.
+func reportConditions(u *unstructured.Unstructured) []report.Condition {
+	var out []report.Condition
+	for _, c := range conditionsOf(u) {
+		out = append(out, report.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}

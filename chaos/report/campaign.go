@@ -1,0 +1,89 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Campaign is what a `gauntlet explore` campaign tried and found
+// (explore.json, and the report of its runs).
+type Campaign struct {
+	Base string `json:"base"`
+	Seed uint64 `json:"seed"`
+	// Fields are the spec fields generated for; Skipped those not, with why.
+	Fields  []string `json:"fields"`
+	Skipped []string `json:"skipped,omitempty"`
+	// Refused are steps the API server refused in a dry run, with its
+	// answer: the schema and its CEL rules at work, not findings.
+	Refused []string `json:"refused,omitempty"`
+	// Follows are the children's fields learned to carry a spec field's
+	// value (spec.image → StatefulSet/demo spec.template...image), which
+	// the consistency oracle judged.
+	Follows []string `json:"follows,omitempty"`
+	// Covered are the fields some run changed.
+	Covered  []string  `json:"covered"`
+	Runs     int       `json:"runs"`
+	Findings []Finding `json:"findings,omitempty"`
+	// Took is the campaign's time; StepsPerMinute its pace.
+	Took           time.Duration `json:"took"`
+	StepsPerMinute float64       `json:"stepsPerMinute"`
+}
+
+// Finding is a failing sequence, shrunk, and the scenario file that
+// replays it.
+type Finding struct {
+	Scenario string   `json:"scenario"`
+	Oracle   string   `json:"oracle"`
+	What     string   `json:"what"`
+	Steps    []string `json:"steps"`
+	Shrunk   []string `json:"shrunk"`
+	File     string   `json:"file"`
+}
+
+// Save writes dir/explore.json.
+func (x *Campaign) Save(dir string) error {
+	b, err := json.MarshalIndent(x, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "explore.json"), b, 0o644)
+}
+
+// Summary is the campaign for a person: what was tried, what the API
+// server refused (the first few unless all), and each finding with the
+// command that replays it.
+func (x *Campaign) Summary(operatorFile string, all bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
+	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
+	fmt.Fprintf(&b, "- fields: %d generated for, %d changed by some run: %s\n", len(x.Fields), len(x.Covered), strings.Join(x.Covered, ", "))
+	if len(x.Skipped) > 0 {
+		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
+	}
+	fmt.Fprintf(&b, "- children's fields learned to follow a spec field (the consistency oracle): %d\n", len(x.Follows))
+	for _, f := range x.Follows {
+		fmt.Fprintf(&b, "  - %s\n", f)
+	}
+	fmt.Fprintf(&b, "- refused by the API server in a dry run: %d values\n", len(x.Refused))
+	for i, r := range x.Refused {
+		if i == 5 && !all {
+			fmt.Fprintf(&b, "  - and %d more (explore.md lists them all)\n", len(x.Refused)-i)
+			break
+		}
+		if len(r) > 400 {
+			r = r[:400] + "… (explore.json holds it whole)"
+		}
+		fmt.Fprintf(&b, "  - %s\n", r)
+	}
+	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
+	for _, f := range x.Findings {
+		fmt.Fprintf(&b, "\n**%s** broke %q: %s\n", f.Scenario, f.Oracle, f.What)
+		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))
+		fmt.Fprintf(&b, "- replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, f.File)
+	}
+	return b.String()
+}
