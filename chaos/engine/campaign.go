@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"time"
 
@@ -24,8 +25,9 @@ type campaign struct {
 }
 
 // scenario is the campaign's scenario for seq, with the follows learned
-// for the fields seq sets.
-func (c *campaign) scenario(name string, seq []explore.Step) *scenario.Scenario {
+// for the fields seq sets, under fault when there is one (then judged
+// against its fault-free twin rather than a fresh resource).
+func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fault) *scenario.Scenario {
 	s := c.e.campaignScenario(c.base, name, seq)
 	fields := fieldsOf(seq)
 	s.Spec.Assertions.Follows = c.learned.follows(fields)
@@ -33,35 +35,92 @@ func (c *campaign) scenario(name string, seq []explore.Step) *scenario.Scenario 
 		c.e.refusable = map[string][]string{}
 	}
 	c.e.refusable[name] = fields
+	if fault != nil {
+		s.Spec.Fault = *fault
+		s.Spec.Assertions.SameAsFresh = false
+		s.Metadata.Description += ", under " + fault.Describe()
+		if fault.Target == operatorRole {
+			roles := maps.Clone(s.Spec.Roles)
+			if roles == nil {
+				roles = map[string]scenario.Role{}
+			}
+			roles[operatorRole] = scenario.Role{Operator: true}
+			s.Spec.Roles = roles
+		}
+	}
 	return s
 }
 
-// run runs seq and learns from the fresh resource the differential
-// oracle created with its final spec.
-func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, seed uint64, artifacts string) *report.Result {
-	res, fresh := c.e.runDifferential(ctx, c.scenario(name, seq), seed, artifacts)
+// run runs seq (under fault, if any) and learns from the fresh resource
+// the differential oracle created with its final spec.
+func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, fault *scenario.Fault, seed uint64, artifacts string) *report.Result {
+	s := c.scenario(name, seq, fault)
+	if fault != nil {
+		return c.e.Run(ctx, s, seed, artifacts)
+	}
+	res, fresh := c.e.runDifferential(ctx, s, seed, artifacts)
 	c.learned.observe(fresh)
 	return res
 }
 
+// over says whether the campaign stops before its i-th run: its budget
+// spent, its context done, or as many findings as asked for.
+func (c *campaign) over(ctx context.Context, start time.Time, x *report.Campaign, i, planned int) bool {
+	switch {
+	case time.Since(start) > c.o.Budget || ctx.Err() != nil:
+		c.e.logf("explore: the budget of %s is spent after %d of %d runs", c.o.Budget, i, planned)
+		return true
+	case c.o.MaxFindings > 0 && len(x.Findings) >= c.o.MaxFindings:
+		c.e.logf("explore: %d findings, as many as --max-findings asks, after %d of %d runs", len(x.Findings), i, planned)
+		return true
+	}
+	return false
+}
+
+// try runs the plan's i-th sequence, judges it and, when it broke an
+// oracle, shrinks it into a finding of x.
+func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *scenario.Fault, x *report.Campaign, start time.Time) *report.Result {
+	name := fmt.Sprintf("explore-%d", i+1)
+	res := c.run(ctx, name, seq, fault, ScenarioSeed(c.o.Seed, i), c.o.Artifacts)
+	x.Runs++
+	oracle, what := classify(res, seq)
+	c.e.logf("%s (%s): %s", name, res.Description, what)
+	if oracle != "" {
+		f := c.finding(ctx, name, seq, fault, oracle, what)
+		f.After = time.Since(start)
+		x.Findings = append(x.Findings, f)
+	}
+	return res
+}
+
 // finding shrinks a failing sequence to the fewest steps that break the
-// same oracle and writes it as a scenario file.
-func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, oracle, what string) report.Finding {
+// same oracle, then leaves its fault out if the oracle breaks without
+// it, and writes what is left as a scenario file.
+func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, fault *scenario.Fault, oracle, what string) report.Finding {
 	e, o := c.e, c.o
 	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
+	n := 0
+	fails := func(try []explore.Step, fault *scenario.Fault) bool {
+		n++
+		res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, fault, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
+		got, _ := classify(res, try)
+		e.logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[got == oracle])
+		return got == oracle
+	}
 	shrunk := seq
-	if !o.NoShrink && len(seq) > 1 {
-		n := 0
-		shrunk = explore.Shrink(seq, func(try []explore.Step) bool {
-			n++
-			res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
-			got, _ := classify(res, try)
-			e.logf("%s: shrinking, %s: %s", name, stepNames(try), map[bool]string{true: "still fails", false: "passes"}[got == oracle])
-			return got == oracle
-		})
+	if !o.NoShrink {
+		if len(seq) > 1 {
+			shrunk = explore.Shrink(seq, func(try []explore.Step) bool { return fails(try, fault) })
+		}
+		if fault != nil && fails(shrunk, nil) {
+			fault = nil
+		}
 	}
 	f.Shrunk = stepList(shrunk)
-	file, err := e.writeFinding(o.Artifacts, c.base, c.scenario(name, shrunk), oracle, what)
+	if fault != nil {
+		f.Fault = fault.Describe()
+	}
+	file, err := e.writeFinding(o.Artifacts, c.base, c.scenario(name, shrunk, fault), oracle, what)
 	if err != nil {
 		f.File = "not written: " + err.Error()
 		return f

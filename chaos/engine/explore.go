@@ -39,6 +39,12 @@ type ExploreOptions struct {
 	Budget time.Duration
 	// NoShrink writes failing sequences as they are.
 	NoShrink bool
+	// MaxFindings ends the campaign once it has found so many (0: no
+	// limit).
+	MaxFindings int
+	// NoFaults runs every sequence without a fault (by default the seed
+	// holds a fault, learned from the reference run, over half of them).
+	NoFaults bool
 	// SkipFields are spec fields (spec.a.b, and everything under them)
 	// the campaign leaves alone: values this environment cannot run
 	// (a final snapshot on envtest, where nothing runs in pods).
@@ -79,32 +85,34 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
 
 	c := &campaign{e: e, o: o, base: base}
+	refStart := time.Now()
 	ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
 	if err != nil {
 		return nil, nil, err
 	}
 	c.learned.observe(ref)
+	var faults []*scenario.Fault
+	if !o.NoFaults {
+		menu := e.faultMenu(refStart, ref.Plural, base.Spec.Roles)
+		faults = faultsFor(plan, menu, o.Seed)
+		e.logf("explore: %d faults to hold while a sequence's steps run, learned from the reference run", len(menu))
+	}
 
 	rep := report.NewReport(o.Seed, e.Name())
 	covered := map[string]bool{}
 	steps = nil
 	for i, seq := range plan {
-		if time.Since(start) > o.Budget || ctx.Err() != nil {
-			e.logf("explore: the budget of %s is spent after %d of %d runs", o.Budget, i, len(plan))
+		if c.over(ctx, start, x, i, len(plan)) {
 			break
 		}
-		name := fmt.Sprintf("explore-%d", i+1)
-		res := c.run(ctx, name, seq, ScenarioSeed(o.Seed, i), o.Artifacts)
-		rep.Results = append(rep.Results, res)
-		x.Runs++
+		var fault *scenario.Fault
+		if faults != nil {
+			fault = faults[i]
+		}
+		rep.Results = append(rep.Results, c.try(ctx, i, seq, fault, x, start))
 		steps = append(steps, seq...)
 		for _, st := range seq {
 			covered[st.Field()] = true
-		}
-		oracle, what := classify(res, seq)
-		e.logf("%s (%s): %s", name, stepNames(seq), what)
-		if oracle != "" {
-			x.Findings = append(x.Findings, c.finding(ctx, name, seq, oracle, what))
 		}
 		if err := write(rep, o.Artifacts); err != nil {
 			return rep, x, err
@@ -336,16 +344,27 @@ func stepList(seq []explore.Step) []string {
 }
 
 // refusedIn is namedInCondition over the conditions u shows for its
-// generation, for the fields the campaign's run set ("" outside one).
+// generation (a condition's own observedGeneration, else the status's:
+// an operator that refuses a spec may leave the status's behind), for
+// the fields the campaign's run set ("" outside one).
 func (r *run) refusedIn(u *unstructured.Unstructured) string {
 	fields := r.e.refusable[r.s.Metadata.Name]
 	if len(fields) == 0 {
 		return ""
 	}
-	if observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); found && observed < u.GetGeneration() {
-		return ""
+	// A condition says which generation it speaks of, or the status does.
+	observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	var current []report.Condition
+	for _, c := range conditionsOf(u) {
+		gen := c.ObservedGeneration
+		if gen == 0 && found {
+			gen = observed
+		}
+		if gen == 0 || gen >= u.GetGeneration() {
+			current = append(current, report.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		}
 	}
-	return namedInCondition(reportConditions(u), fields)
+	return namedInCondition(current, fields)
 }
 
 func fieldsOf(seq []explore.Step) []string {

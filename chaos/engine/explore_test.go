@@ -3,11 +3,13 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -118,4 +120,76 @@ func TestClassifyRefusal(t *testing.T) {
 	g.Expect(what).To(HavePrefix("refused by the operator, in its Progressing condition (True): rolling update"))
 	oracle, _ = classify(stall("rolling update paused: scale to 3 or more members"), seq)
 	g.Expect(oracle).To(Equal("settles"), "the expression names spec.replicas, no condition does")
+}
+
+// A sequence under a fault is judged against its fault-free twin, with a
+// role for the operator; its finding file loads with the fault as written.
+func TestCampaignUnderFault(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	c := &campaign{e: e, base: base}
+	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}, {Path: []string{"spec", "image"}, Value: "x"}}
+	fault := &scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: metav1.Duration{Duration: 15 * time.Second},
+		Requests: &scenario.RequestMatch{Verb: "patch", Resource: "statefulsets"}}
+	s := c.scenario("explore-4", seq, fault)
+	g.Expect(s.Spec.Assertions.SameAsFresh).To(BeFalse(), "a view fault's run is compared with its twin")
+	g.Expect(s.Spec.Assertions.TruthfulStatus).To(BeTrue())
+	g.Expect(s.Spec.Roles[operatorRole]).To(Equal(scenario.Role{Operator: true}))
+	g.Expect(base.Spec.Roles).NotTo(HaveKey(operatorRole), "the base is left as it was")
+	g.Expect(s.Metadata.Description).To(HaveSuffix(", under kill-after-write on operator"))
+
+	file, err := e.writeFinding(t.TempDir(), base, s, "twin: end state equals the fault-free twin's", "differs")
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _ := os.ReadFile(file)
+	g.Expect(string(b)).NotTo(ContainSubstring("0s"), "unset durations are left out")
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", b)
+	got := set.Scenarios[0].Spec
+	g.Expect(got.Fault).To(Equal(*fault))
+	g.Expect(got.Assertions.SameAsFresh).To(BeFalse())
+}
+
+// The seed draws which sequences run under a fault: never a single step,
+// about half of the longer ones, the same each time.
+func TestFaultsFor(t *testing.T) {
+	g := NewWithT(t)
+	one := []explore.Step{{Path: []string{"spec", "a"}, Value: 1}}
+	two := append(slices.Clone(one), explore.Step{Path: []string{"spec", "b"}, Value: 2})
+	plan := [][]explore.Step{one, one, one}
+	for range 40 {
+		plan = append(plan, two)
+	}
+	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, {Action: scenario.ActionStaleView}}
+	got := faultsFor(plan, menu, 7)
+	g.Expect(got[:3]).To(Equal([]*scenario.Fault{nil, nil, nil}))
+	n := 0
+	for _, f := range got {
+		if f != nil {
+			n++
+		}
+	}
+	g.Expect(n).To(BeNumerically("~", 20, 10))
+	g.Expect(faultsFor(plan, menu, 7)).To(Equal(got), "the seed replays it")
+	g.Expect(faultsFor(plan, nil, 7)).To(HaveEach(BeNil()), "no menu, no fault")
+}
+
+// A campaign's wait ends at a condition, for the resource's generation,
+// that names a field the run set; a condition of an older generation,
+// or outside a campaign, does not end it.
+func TestRefusedIn(t *testing.T) {
+	g := NewWithT(t)
+	s := &scenario.Scenario{Metadata: scenario.Metadata{Name: "explore-7"}}
+	r := &run{e: &Engine{refusable: map[string][]string{"explore-7": {"spec.resources.claims"}}}, s: s}
+	obj := func(condGen int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "db", "generation": int64(3)},
+			"status": map[string]any{"observedGeneration": int64(2), "conditions": []any{map[string]any{
+				"type": "Progressing", "status": "False", "reason": "InvalidSpec", "observedGeneration": condGen,
+				"message": "invalid DatabaseCluster spec: spec.resources.claims: Forbidden"}}},
+		}}
+	}
+	g.Expect(r.refusedIn(obj(3))).To(Equal("Progressing condition (False): invalid DatabaseCluster spec: spec.resources.claims: Forbidden"))
+	g.Expect(r.refusedIn(obj(2))).To(BeEmpty(), "it speaks of the generation before")
+	r.s = &scenario.Scenario{Metadata: scenario.Metadata{Name: "leader-kill"}}
+	g.Expect(r.refusedIn(obj(3))).To(BeEmpty(), "not a campaign's run")
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,7 +76,11 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 			during = append(during, map[string]any{"patch": a.Patch})
 		}
 	}
-	assertions := map[string]any{"sameAsFresh": true, "truthfulStatus": s.Spec.Assertions.TruthfulStatus, "stableFor": s.Spec.Assertions.StableFor.Duration.String()}
+	a := s.Spec.Assertions
+	assertions := map[string]any{"truthfulStatus": a.TruthfulStatus, "stableFor": a.StableFor.Duration.String()}
+	if a.SameAsFresh {
+		assertions["sameAsFresh"] = true
+	}
 	if f := s.Spec.Assertions.Follows; len(f) > 0 {
 		assertions["follows"] = f
 	}
@@ -84,7 +89,7 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 		v   any
 	}{
 		{"variables", s.Spec.Variables}, {"resource", resource}, {"roles", s.Spec.Roles},
-		{"fault", map[string]any{"action": scenario.ActionNone, "hold": "1s"}}, {"during", during}, {"assertions", assertions},
+		{"fault", faultMap(s.Spec.Fault)}, {"during", during}, {"assertions", assertions},
 	} {
 		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 {
 			continue
@@ -116,4 +121,18 @@ func stepsOf(s *scenario.Scenario) []explore.Step {
 		out = append(out, explore.Step{Path: path, Value: v})
 	}
 	return out
+}
+
+// faultMap is a fault as a person writes it: the fields set, durations
+// as text.
+func faultMap(f scenario.Fault) map[string]any {
+	b, _ := json.Marshal(f)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	for k, v := range m {
+		if v == "0s" {
+			delete(m, k)
+		}
+	}
+	return m
 }

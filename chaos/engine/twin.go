@@ -51,6 +51,8 @@ type endState struct {
 	// Spec is the resource's spec at the end (not compared: a
 	// differential run creates a fresh resource with it).
 	Spec map[string]any `json:"spec,omitempty"`
+	// Plural is the resource's plural name (not compared).
+	Plural string `json:"-"`
 }
 
 // captureEnd reads the run's end state.
@@ -59,7 +61,7 @@ func (r *run) captureEnd(ctx context.Context) (*endState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &endState{Children: map[string]map[string]any{}}
+	st := &endState{Children: map[string]map[string]any{}, Plural: r.gvr.Resource}
 	st.Spec, _, _ = unstructured.NestedMap(u.Object, "spec")
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	norm := strings.NewReplacer(r.ns, "<namespace>", string(u.GetUID()), "<uid>")

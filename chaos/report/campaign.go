@@ -40,8 +40,13 @@ type Finding struct {
 	Oracle   string   `json:"oracle"`
 	What     string   `json:"what"`
 	Steps    []string `json:"steps"`
-	Shrunk   []string `json:"shrunk"`
-	File     string   `json:"file"`
+	// After is how long into the campaign it was found (shrinking done).
+	After time.Duration `json:"after"`
+	// Fault is the fault the shrunk steps need to break the oracle, in a
+	// few words ("" for none).
+	Fault  string   `json:"fault,omitempty"`
+	Shrunk []string `json:"shrunk"`
+	File   string   `json:"file"`
 }
 
 // Save writes dir/explore.json.
@@ -81,8 +86,11 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 	}
 	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
 	for _, f := range x.Findings {
-		fmt.Fprintf(&b, "\n**%s** broke %q: %s\n", f.Scenario, f.Oracle, f.What)
+		fmt.Fprintf(&b, "\n**%s** broke %q (found %s into the campaign): %s\n", f.Scenario, f.Oracle, f.After.Round(time.Second), f.What)
 		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))
+		if f.Fault != "" {
+			fmt.Fprintf(&b, "- under the fault: %s\n", f.Fault)
+		}
 		fmt.Fprintf(&b, "- replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, f.File)
 	}
 	return b.String()

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+// operatorRole is the role a campaign's view faults target.
+const operatorRole = "operator"
+
+// faultMenu are the faults a campaign may hold while a sequence's steps
+// run, made from what the operator did since a moment (the reference
+// run): a conflict on its status writes, errors, a kill right after a
+// write and coalesced events on each kind of child it wrote, a restart
+// onto a view as of the resource's creation, and expired watches. On a
+// cluster, a pod kill of each role the base scenario names too. Nothing
+// in it is known of the operator beforehand.
+func (e *Engine) faultMenu(since time.Time, plural string, roles map[string]scenario.Role) []scenario.Fault {
+	if e.view == nil {
+		return nil
+	}
+	verbs := map[string][]string{}
+	status := false
+	for _, q := range e.view.proxy.Requests() {
+		if q.At.Before(since) || !isStateWrite(q) {
+			continue
+		}
+		switch {
+		case q.Info.Resource == plural && q.Info.Subresource == "status":
+			status = true
+		case q.Info.Resource != plural && q.Info.Subresource == "" && !slices.Contains(verbs[q.Info.Resource], q.Info.Verb):
+			verbs[q.Info.Resource] = append(verbs[q.Info.Resource], q.Info.Verb)
+		}
+	}
+	hold := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+	var menu []scenario.Fault
+	if status {
+		menu = append(menu, scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 409, Hold: hold(15 * time.Second),
+			Requests: &scenario.RequestMatch{Resource: plural, Subresource: "status", Probability: 0.5}})
+	}
+	for _, res := range slices.Sorted(maps.Keys(verbs)) {
+		verb := verbs[res][0]
+		for _, v := range []string{"patch", "update"} {
+			if slices.Contains(verbs[res], v) {
+				verb = v
+				break
+			}
+		}
+		menu = append(menu,
+			scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 500, Hold: hold(15 * time.Second),
+				Requests: &scenario.RequestMatch{Verb: verb, Resource: res, Count: 3}},
+			scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: hold(15 * time.Second),
+				Requests: &scenario.RequestMatch{Verb: verb, Resource: res}},
+			scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(15 * time.Second),
+				Requests: &scenario.RequestMatch{Resource: res}})
+	}
+	menu = append(menu,
+		scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: "created", Restart: true, Hold: hold(10 * time.Second),
+			Requests: &scenario.RequestMatch{Resource: plural}},
+		scenario.Fault{Action: scenario.ActionWatchClose, Target: operatorRole, Expire: true, Hold: hold(10 * time.Second),
+			Requests: &scenario.RequestMatch{Namespace: "*"}})
+	if e.hermetic == nil {
+		for _, name := range slices.Sorted(maps.Keys(roles)) {
+			if r := roles[name]; !r.Operator && !r.APIServer {
+				menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(15 * time.Second)})
+			}
+		}
+	}
+	return menu
+}
+
+// faultsFor draws, with the seed, which of the plan's sequences run
+// under a fault from menu: half of those of two steps or more, each a
+// fault of the menu; single steps run without one (they teach the
+// consistency oracle and judge each value alone).
+func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.Fault {
+	out := make([]*scenario.Fault, len(plan))
+	if len(menu) == 0 {
+		return out
+	}
+	rng := rand.New(rand.NewPCG(seed, 27))
+	for i, seq := range plan {
+		if len(seq) < 2 || rng.IntN(2) == 0 {
+			continue
+		}
+		f := menu[rng.IntN(len(menu))]
+		out[i] = &f
+	}
+	return out
+}
