@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,13 +11,8 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -69,17 +63,17 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	specSchema, err := e.specSchema(ctx, obj)
+	versions, err := e.servedVersions(ctx, obj)
 	if err != nil {
 		return nil, nil, err
 	}
 	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed}
-	steps := generate(x, specSchema, obj, o.SkipFields)
-	admitted, refused, err := e.admitted(ctx, base, obj, steps)
+	steps := generate(x, versions[0].spec, obj, o.SkipFields)
+	admitted, err := e.admitted(ctx, base, obj, steps, versions, x)
 	if err != nil {
 		return nil, nil, err
 	}
-	x.Refused = refused
+	refused := x.Refused
 	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps)
 	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
 		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
@@ -188,69 +182,6 @@ func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, e
 		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
 	}
 	return objs[0], nil
-}
-
-// specSchema is the spec's structural schema in the CRD the API server
-// serves for obj's kind, at obj's version.
-func (e *Engine) specSchema(ctx context.Context, obj *unstructured.Unstructured) (*apiextensionsv1.JSONSchemaProps, error) {
-	gvk := obj.GroupVersionKind()
-	list, err := e.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
-		List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing the CRDs: %w", err)
-	}
-	for _, u := range list.Items {
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
-			return nil, err
-		}
-		if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
-			continue
-		}
-		for _, v := range crd.Spec.Versions {
-			if v.Name != gvk.Version {
-				continue
-			}
-			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-				return nil, fmt.Errorf("CRD %s version %s has no schema to generate from", crd.Name, v.Name)
-			}
-			spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
-			if !ok {
-				return nil, fmt.Errorf("CRD %s version %s has no spec in its schema", crd.Name, v.Name)
-			}
-			return &spec, nil
-		}
-		return nil, fmt.Errorf("CRD %s does not serve version %s", crd.Name, gvk.Version)
-	}
-	return nil, fmt.Errorf("no CRD of the cluster defines %s (do the Operator file's manifests install it?)", gvk.GroupKind())
-}
-
-// admitted dry-runs each step against the base resource, created in a
-// namespace of its own for the purpose, and splits the steps the API
-// server admits from those it refuses (with its answer).
-func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *unstructured.Unstructured, steps []explore.Step) ([]explore.Step, []string, error) {
-	r := &run{e: e, s: base, vars: Vars{Overrides: e.o.Overrides, Defaults: base.Spec.Variables}}
-	if err := r.create(ctx); err != nil {
-		return nil, nil, fmt.Errorf("the base resource: %w", err)
-	}
-	defer func() {
-		_ = e.Client.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
-	}()
-	var ok []explore.Step
-	var refused []string
-	for _, st := range steps {
-		patch, err := json.Marshal(st.Patch())
-		if err != nil {
-			return nil, nil, err
-		}
-		_, err = r.resource().Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			refused = append(refused, fmt.Sprintf("%s: %v", st, err))
-			continue
-		}
-		ok = append(ok, st)
-	}
-	return ok, refused, nil
 }
 
 // verdictOf names the oracle a run broke ("" when it passed, or the API

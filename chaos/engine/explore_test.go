@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -192,4 +193,13 @@ func TestRefusedIn(t *testing.T) {
 	g.Expect(r.refusedIn(obj(2))).To(BeEmpty(), "it speaks of the generation before")
 	r.s = &scenario.Scenario{Metadata: scenario.Metadata{Name: "leader-kill"}}
 	g.Expect(r.refusedIn(obj(3))).To(BeEmpty(), "not a campaign's run")
+}
+
+func TestHasField(t *testing.T) {
+	g := NewWithT(t)
+	spec := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"backup": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"schedule": {Type: "string"}}}}}
+	g.Expect(hasField(spec, []string{"backup", "schedule"})).To(BeTrue())
+	g.Expect(hasField(spec, []string{"backup", "retention"})).To(BeFalse())
+	g.Expect(hasField(spec, []string{"replicas"})).To(BeFalse())
 }

@@ -20,6 +20,13 @@ type Campaign struct {
 	// Refused are steps the API server refused in a dry run, with its
 	// answer: the schema and its CEL rules at work, not findings.
 	Refused []string `json:"refused,omitempty"`
+	// VersionSkews are values one served version of the CRD admits and
+	// another refuses, at the same field: an object one version takes
+	// that the other cannot hold (findings, with no run to shrink).
+	VersionSkews []string `json:"versionSkews,omitempty"`
+	// CrossVersion is how many values were also dry-run through another
+	// served version (those whose field it has).
+	CrossVersion int `json:"crossVersion"`
 	// Follows are the children's fields learned to carry a spec field's
 	// value (spec.image → StatefulSet/demo spec.template...image), which
 	// the consistency oracle judged.
@@ -83,6 +90,10 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 			r = r[:400] + "… (explore.json holds it whole)"
 		}
 		fmt.Fprintf(&b, "  - %s\n", r)
+	}
+	fmt.Fprintf(&b, "- admitted through one served version and refused through another: %d (of %d values also tried through another version)\n", len(x.VersionSkews), x.CrossVersion)
+	for _, v := range x.VersionSkews {
+		fmt.Fprintf(&b, "  - %s\n", v)
 	}
 	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
 	for _, f := range x.Findings {

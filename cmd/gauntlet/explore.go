@@ -90,7 +90,7 @@ func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.R
 	if err != nil {
 		return err
 	}
-	if len(x.Findings) > 0 {
+	if len(x.Findings) > 0 || len(x.VersionSkews) > 0 {
 		return errFailedRun
 	}
 	return nil
