@@ -64,6 +64,10 @@ type Options struct {
 	// Relay says how the operator's pods reach the API proxy of view
 	// faults through the cluster, when they cannot reach this machine.
 	Relay RelayOptions
+	// Proxy puts the API proxy in front of the operator on a cluster even
+	// when no scenario of the set holds a view fault (an explore
+	// campaign holds some of its own).
+	Proxy bool
 	// Envtest, when set, runs on envtest instead of a cluster: the
 	// operator as a process behind the API proxy, no Chaos Mesh.
 	Envtest *EnvtestOptions
@@ -163,7 +167,7 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
-	if hasViewFaults(o.Set) {
+	if e.proxied() {
 		start := e.startClusterProxy
 		if e.viaRelay() {
 			start = e.startRelayedProxy

@@ -108,7 +108,7 @@ func (e *Engine) startRelayedProxy(ctx context.Context) error {
 // the relay: asked for, or an existing cluster whose pods' route to this
 // machine was not given.
 func (e *Engine) viaRelay() bool {
-	if !hasViewFaults(e.o.Set) {
+	if !e.proxied() {
 		return false
 	}
 	return e.o.Relay.Always || (e.o.Cluster.Existing && e.o.Cluster.HostAddress == "")
@@ -177,16 +177,13 @@ func (e *Engine) relayPod(ctx context.Context, image string) (string, error) {
 	var name string
 	err := framework.PollFor(ctx, "the API relay's pod ready", 2*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
-			var pods corev1.PodList
-			if err := e.Client.List(ctx, &pods, client.InNamespace(e.operator.Namespace), client.MatchingLabels(relayLabels())); err != nil {
-				return false, "", err
+			ready, pods, err := e.relayPods(ctx)
+			if err != nil || ready != "" {
+				name = ready
+				return ready != "", "", err
 			}
 			last := "no pod yet"
-			for _, p := range pods.Items {
-				if framework.PodReady(&p) && p.DeletionTimestamp == nil {
-					name = p.Name
-					return true, "", nil
-				}
+			for _, p := range pods {
 				waiting := containerWaiting(&p)
 				last = fmt.Sprintf("pod %s %s, %s", p.Name, p.Status.Phase, waiting)
 				if waiting == "ErrImagePull" || waiting == "ImagePullBackOff" || waiting == "ErrImageNeverPull" {
@@ -222,16 +219,23 @@ func (e *Engine) relayEndpoint(ctx context.Context) error {
 
 // readyRelayPod names a ready relay pod, or "".
 func (e *Engine) readyRelayPod(ctx context.Context) (string, error) {
+	ready, _, err := e.relayPods(ctx)
+	return ready, err
+}
+
+// relayPods lists the relay's pods and names a ready one, not on its way
+// out ("" when none is).
+func (e *Engine) relayPods(ctx context.Context) (string, []corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := e.Client.List(ctx, &pods, client.InNamespace(e.operator.Namespace), client.MatchingLabels(relayLabels())); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, p := range pods.Items {
 		if framework.PodReady(&p) && p.DeletionTimestamp == nil {
-			return p.Name, nil
+			return p.Name, pods.Items, nil
 		}
 	}
-	return "", nil
+	return "", pods.Items, nil
 }
 
 // stopRelay stops the tunnels and deletes the relay's objects.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -24,9 +23,11 @@ const proxyCAConfigMap = "gauntlet-api-proxy-ca"
 // the token, the CA and the namespace.
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// hasViewFaults says whether any scenario of the set makes a view fault.
-func hasViewFaults(set *scenario.Set) bool {
-	return set.HasViewFaults()
+// proxied says whether the operator works through the API proxy on a
+// cluster: some scenario of the set makes a view fault, or the caller
+// asked for it.
+func (e *Engine) proxied() bool {
+	return e.o.Proxy || e.o.Set.HasViewFaults()
 }
 
 // startClusterProxy starts the API proxy where the cluster's pods reach

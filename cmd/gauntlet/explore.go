@@ -57,6 +57,7 @@ proxy, as its Operator file's spec.process says; no Docker), on kind with
 				f.report = filepath.Join(framework.ArtifactsDir(), "explore-"+time.Now().UTC().Format("20060102-150405"))
 			}
 			f.o.Artifacts = f.report
+			f.proxy = !f.o.NoFaults
 			return withEngine(cmd.Context(), &f.runFlags, nil, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explore)
 		},
 	}

@@ -119,9 +119,9 @@ func imageTargets(f *runFlags) []string {
 }
 
 // usesRelay says whether a kind cluster created here gets the API relay:
-// asked for, and the files have view faults.
+// asked for, and the files have view faults (or explore makes some).
 func (f *runFlags) usesRelay() bool {
-	return f.proxyRelay && f.loaded.HasViewFaults()
+	return f.proxyRelay && (f.proxy || f.loaded.HasViewFaults())
 }
 
 // builtImages takes the image names this checkout's builds wrote: the

@@ -49,9 +49,12 @@ type runFlags struct {
 	proxyAddress               string
 	proxyRelay                 bool
 	relayImage                 string
-	chaosController            string
-	chaosDaemon, pause         string
-	timeout                    time.Duration
+	// proxy puts the API proxy in front of the operator on a cluster
+	// whatever the files hold (explore's campaigns make view faults).
+	proxy              bool
+	chaosController    string
+	chaosDaemon, pause string
+	timeout            time.Duration
 
 	loaded    *scenario.Set
 	overrides map[string]string
@@ -321,6 +324,7 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, HostAddress: f.proxyAddress, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
 		Relay:        engine.RelayOptions{Always: f.proxyRelay, Image: f.relayImage},
+		Proxy:        f.proxy,
 		Set:          f.loaded,
 		Overrides:    f.overrides,
 		OperatorArgs: f.operatorArgs,

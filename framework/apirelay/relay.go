@@ -45,7 +45,14 @@ type Relay struct {
 	// Logf, when set, is told of every pairing and dropped tunnel.
 	Logf func(format string, args ...any)
 
-	idle chan net.Conn
+	idle     chan net.Conn
+	idleOnce sync.Once
+}
+
+// queue is the tunnels waiting idle, made on first use.
+func (r *Relay) queue() chan net.Conn {
+	r.idleOnce.Do(func() { r.idle = make(chan net.Conn, 64) })
+	return r.idle
 }
 
 // Serve runs until ctx ends (and returns nil) or a listener fails.
@@ -56,7 +63,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	if r.Logf == nil {
 		r.Logf = func(string, ...any) {}
 	}
-	r.idle = make(chan net.Conn, 64)
+	r.queue()
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

@@ -14,33 +14,49 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// relayed starts a relay on loopback and the harness's tunnels to target;
-// it returns the relay's client address.
-func relayed(t testing.TB, target string, idle int) (string, *Tunnels) {
+// serving starts a relay on loopback that waits wait for a tunnel; it
+// returns the relay and the addresses of its clients' and tunnels' ports.
+func serving(t testing.TB, wait time.Duration) (r *Relay, clients, tunnels string) {
 	t.Helper()
-	clients, err := net.Listen("tcp", "127.0.0.1:0")
+	cl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tunnels, err := net.Listen("tcp", "127.0.0.1:0")
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	r := &Relay{Clients: clients, Tunnels: tunnels, Wait: 5 * time.Second, Logf: t.Logf}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	r = &Relay{Clients: cl, Tunnels: tl, Wait: wait, Logf: t.Logf}
+	go func() { defer close(done); _ = r.Serve(ctx) }()
+	return r, cl.Addr().String(), tl.Addr().String()
+}
+
+// tunnelling runs the harness's tunnels to target through the relay's
+// tunnels port, idle of them waiting.
+func tunnelling(t testing.TB, tunnels, target string, idle int) *Tunnels {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
 	tun := &Tunnels{
 		Dial: func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "tcp", tunnels.Addr().String())
+			return d.DialContext(ctx, "tcp", tunnels)
 		},
 		Target: target, Idle: idle, Logf: t.Logf,
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.Serve(ctx) }()
-	go func() { defer wg.Done(); tun.Run(ctx) }()
-	return clients.Addr().String(), tun
+	go func() { defer close(done); tun.Run(ctx) }()
+	return tun
+}
+
+// relayed starts a relay on loopback and the harness's tunnels to target;
+// it returns the relay's client address.
+func relayed(t testing.TB, target string, idle int) (string, *Tunnels) {
+	t.Helper()
+	_, clients, tunnels := serving(t, 5*time.Second)
+	return clients, tunnelling(t, tunnels, target, idle)
 }
 
 // TestRelayCarriesTLSEndToEnd: an HTTPS client reaches the harness's
@@ -100,17 +116,10 @@ func TestRelaySkipsDeadTunnels(t *testing.T) {
 			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
 		}
 	}()
-	clients, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	tunnels, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	r := &Relay{Clients: clients, Tunnels: tunnels, Wait: 5 * time.Second, Logf: t.Logf}
-	go func() { _ = r.Serve(ctx) }()
+	r, clients, tunnels := serving(t, 5*time.Second)
 
 	dial := func() net.Conn {
-		c, err := net.Dial("tcp", tunnels.Addr().String())
+		c, err := net.Dial("tcp", tunnels)
 		g.Expect(err).NotTo(HaveOccurred())
 		return c
 	}
@@ -120,16 +129,12 @@ func TestRelaySkipsDeadTunnels(t *testing.T) {
 	_, _ = other.Write([]byte{Version + 1})
 	gone := dial()
 	_, _ = gone.Write([]byte{Version})
-	g.Eventually(func() int { return len(r.idle) }).WithTimeout(5*time.Second).Should(Equal(1), "the gone tunnel is queued")
+	g.Eventually(func() int { return len(r.queue()) }).WithTimeout(5*time.Second).Should(Equal(1), "the gone tunnel is queued")
 	_ = gone.Close()
 
-	tun := &Tunnels{Dial: func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", tunnels.Addr().String())
-	}, Target: echo.Addr().String(), Idle: 1, Logf: t.Logf}
-	go tun.Run(ctx)
+	tunnelling(t, tunnels, echo.Addr().String(), 1)
 
-	c, err := net.Dial("tcp", clients.Addr().String())
+	c, err := net.Dial("tcp", clients)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -145,14 +150,8 @@ func TestRelaySkipsDeadTunnels(t *testing.T) {
 // the relay's wait, not held for ever.
 func TestRelayClientWithoutTunnel(t *testing.T) {
 	g := NewWithT(t)
-	clients, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	tunnels, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() { _ = (&Relay{Clients: clients, Tunnels: tunnels, Wait: 200 * time.Millisecond}).Serve(ctx) }()
-	c, err := net.Dial("tcp", clients.Addr().String())
+	_, clients, _ := serving(t, 200*time.Millisecond)
+	c, err := net.Dial("tcp", clients)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = c.Close() }()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
