@@ -17,12 +17,21 @@ ETCD_UPGRADE_FROM      ?= v3.6.15
 # The S3-compatible server the backup tests store into (built from its module).
 VERSITYGW_VERSION      ?= v1.8.0
 # The kind node image built offline (tools/images/node) and the kind config.
+# Its Kubernetes version is KIND_NODE_VERSION, or KUBERNETES_VERSION when
+# that is given on make's command line (make node-image
+# KUBERNETES_VERSION=1.37.2); the leading v is optional. build.sh
+# --versions lists the versions it builds.
 KIND_NODE_VERSION      ?= v1.35.4
-NODE_IMAGE             ?= gauntlet.dev/kind-node:$(KIND_NODE_VERSION)
+NODE_K8S_VERSION       := v$(patsubst v%,%,$(if $(filter command line,$(origin KUBERNETES_VERSION)),$(KUBERNETES_VERSION),$(KIND_NODE_VERSION)))
+NODE_IMAGE             ?= gauntlet.dev/kind-node:$(NODE_K8S_VERSION)
 # MULTI_NODE=1 takes the multi-node cluster (a control plane and three
-# workers, for the node-loss scenario) in the e2e and chaos tiers.
+# workers, for the node-loss scenario) in the e2e and chaos tiers. The
+# v1.35 image carries a one-node bridge CNI (the harness routes between
+# nodes); the 1.36+ images carry podnet as kind's default CNI, hence the
+# *-podnet configs, which keep it.
 MULTI_NODE             ?=
-KIND_CONFIG            ?= $(if $(filter 1,$(MULTI_NODE)),fixtures/kind/multi-node.yaml,fixtures/kind/single-node.yaml)
+KIND_CONFIG_SUFFIX      = $(if $(filter v1.35.%,$(NODE_K8S_VERSION)),,-podnet)
+KIND_CONFIG            ?= fixtures/kind/$(if $(filter 1,$(MULTI_NODE)),multi-node,single-node)$(KIND_CONFIG_SUFFIX).yaml
 # The offline node image is built here; an upstream one (kindest/node:...,
 # with KIND_CONFIG=fixtures/kind/upstream.yaml) is pulled by kind instead.
 NODE_IMAGE_DEP          = $(if $(filter gauntlet.dev/%,$(NODE_IMAGE)),node-image)
@@ -279,8 +288,8 @@ relay-image: docker-engine api-relay ## Build the API relay's image gauntlet.dev
 	tools/images/build.sh api-relay v$(RELAY_VERSION)
 
 .PHONY: node-image
-node-image: docker-engine ## Build the kind node image (KIND_NODE_VERSION) offline from Go modules and Debian packages; reused when present.
-	tools/images/node/build.sh $(KIND_NODE_VERSION)
+node-image: docker-engine ## Build the kind node image (KIND_NODE_VERSION, or KUBERNETES_VERSION=1.37.2 given here) offline from Go modules and Debian packages; reused when present.
+	tools/images/node/build.sh $(NODE_K8S_VERSION)
 
 .PHONY: chaos-images
 chaos-images: docker-engine ## Build the Chaos Mesh controller and daemon images offline from the Chaos Mesh Go module and Debian packages; reused when present.

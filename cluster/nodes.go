@@ -34,11 +34,43 @@ import (
 // masqueraded, not traffic between pods (Chaos Mesh's partitions match pod
 // addresses). A node that is stopped and started again loses its routes and
 // rules with its network namespace; StartNode puts them back.
+//
+// A cluster whose nodes route pod traffic themselves needs none of this: the
+// 1.36+ offline node images install podnet as kind's default CNI (a
+// DaemonSet labelled podNetworkLabel=routed, tools/images/node/src/podnet),
+// and upstream kindest/node images install kindnet. The harness then leaves
+// the pod network to that DaemonSet (routingDaemonSet).
 const (
 	cniConfigPath = "/etc/cni/net.d/10-gauntlet-bridge.conflist"
 	// clusterPodRange is kind's default pod subnet.
 	clusterPodRange = "10.244.0.0/16"
+	// podNetworkLabel marks a DaemonSet that routes pod traffic between
+	// nodes (value "routed"); kind's own kindnet is known by its name.
+	podNetworkLabel = "gauntlet.dev/pod-network"
 )
+
+// routesPods reports whether ds is a pod network that routes between nodes
+// by itself: kindnet, or a DaemonSet labelled podNetworkLabel=routed, in
+// kube-system.
+func routesPods(ds *appsv1.DaemonSet) bool {
+	return ds.Namespace == "kube-system" && (ds.Name == "kindnet" || ds.Labels[podNetworkLabel] == "routed")
+}
+
+// routingDaemonSet returns the name of the kube-system DaemonSet that
+// routes the cluster's pod network, or "" when there is none (the harness
+// then routes it).
+func routingDaemonSet(ctx context.Context, cl client.Client) (string, error) {
+	list := &appsv1.DaemonSetList{}
+	if err := cl.List(ctx, list, client.InNamespace("kube-system")); err != nil {
+		return "", fmt.Errorf("listing the DaemonSets of kube-system: %w", err)
+	}
+	for i := range list.Items {
+		if routesPods(&list.Items[i]) {
+			return list.Items[i].Name, nil
+		}
+	}
+	return "", nil
+}
 
 // controlPlanePatch keeps a workload's pods on the control plane node
 // (a merge patch of its pod template).
@@ -165,7 +197,8 @@ func (c *Cluster) apiClient() (client.Client, error) {
 
 // joinPodNetwork gives a cluster of several nodes one pod network (see
 // above) and recreates the system pods that started with the image's
-// single-node range. A single node needs nothing.
+// single-node range. A single node needs nothing, nor does a cluster whose
+// pod network routes itself (routingDaemonSet).
 func (c *Cluster) joinPodNetwork(ctx context.Context) error {
 	list, err := c.provider.ListInternalNodes(c.Name)
 	if err != nil || len(list) < 2 {
@@ -175,6 +208,17 @@ func (c *Cluster) joinPodNetwork(ctx context.Context) error {
 	cl, err := c.apiClient()
 	if err != nil {
 		return err
+	}
+	ds, err := routingDaemonSet(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if ds != "" {
+		if err := keepSystemServicesOnControlPlane(ctx, cl); err != nil {
+			return err
+		}
+		c.progress("pod network of %d nodes routed by DaemonSet kube-system/%s; the harness adds no routes", len(list), ds)
+		return nil
 	}
 	var nets []nodeNetwork
 	err = framework.PollFor(ctx, "every node to have a pod range", time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -205,16 +249,23 @@ func (c *Cluster) joinPodNetwork(ctx context.Context) error {
 	if err := c.recreateMisplacedPods(ctx, cl, nets); err != nil {
 		return err
 	}
-	// The cluster's own services stay on the control plane, as a managed
-	// control plane's do: losing a worker then loses its members, not the
-	// cluster's DNS or volume provisioner as well.
+	if err := keepSystemServicesOnControlPlane(ctx, cl); err != nil {
+		return err
+	}
+	c.progress("joined %d nodes in one pod network in %s", len(nets), since(start))
+	return nil
+}
+
+// keepSystemServicesOnControlPlane keeps the cluster's own services on the
+// control plane, as a managed control plane's are: losing a worker then
+// loses its members, not the cluster's DNS or volume provisioner as well.
+func keepSystemServicesOnControlPlane(ctx context.Context, cl client.Client) error {
 	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
 		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name}}
 		if err := cl.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(controlPlanePatch))); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("keeping %s on the control plane: %w", d, err)
 		}
 	}
-	c.progress("joined %d nodes in one pod network in %s", len(nets), since(start))
 	return nil
 }
 
@@ -283,8 +334,9 @@ func (c *Cluster) StopNode(ctx context.Context, name string) error {
 }
 
 // StartNode starts a stopped node's container again and, on a cluster of
-// several nodes, puts its pod routes back (they went with its network
-// namespace) once its systemd answers; the kubelet then restarts its pods.
+// several nodes whose pod network the harness routes, puts its pod routes
+// back (they went with its network namespace) once its systemd answers;
+// the kubelet then restarts its pods.
 func (c *Cluster) StartNode(ctx context.Context, name string) error {
 	if err := c.ownNode(name); err != nil {
 		return err
@@ -301,6 +353,16 @@ func (c *Cluster) StartNode(ctx context.Context, name string) error {
 		cl, err := c.apiClient()
 		if err != nil {
 			return err
+		}
+		// A pod network that routes itself restarts with the node and
+		// routes again; the harness only routes its own.
+		ds, err := routingDaemonSet(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if ds != "" {
+			c.progress("started node %s in %s (pod routes: DaemonSet kube-system/%s)", name, since(start), ds)
+			return nil
 		}
 		err = framework.PollFor(ctx, "node "+name+" to route the pod network again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 			nets, err := c.podNetworks(ctx, cl)

@@ -5,6 +5,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestBridgeConfigServesTheNodesRange(t *testing.T) {
@@ -43,4 +48,39 @@ func TestNetworkScriptRoutesTheOtherNodes(t *testing.T) {
 	g.Expect(script).NotTo(ContainSubstring("10.244.1.0/24 via"), "no route to its own range")
 	g.Expect(script).To(ContainSubstring("iptables -t nat -C POSTROUTING -s 10.244.1.0/24 ! -d 10.244.0.0/16 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -s 10.244.1.0/24 ! -d 10.244.0.0/16 -j MASQUERADE"),
 		"idempotent: checked before it is added")
+}
+
+func daemonSet(ns, name string, labels map[string]string) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+}
+
+func TestRoutesPodsKnowsTheRoutingNetworks(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(routesPods(daemonSet("kube-system", "kindnet", nil))).To(BeTrue(), "upstream kind images' kindnet")
+	g.Expect(routesPods(daemonSet("kube-system", "podnet", map[string]string{podNetworkLabel: "routed"}))).To(BeTrue(), "the 1.36+ offline images' podnet")
+	g.Expect(routesPods(daemonSet("kube-system", "kube-proxy", nil))).To(BeFalse())
+	g.Expect(routesPods(daemonSet("default", "kindnet", nil))).To(BeFalse(), "only kube-system's")
+	g.Expect(routesPods(daemonSet("kube-system", "other", map[string]string{podNetworkLabel: "bridge"}))).To(BeFalse())
+}
+
+func TestRoutingDaemonSet(t *testing.T) {
+	g := NewWithT(t)
+	s := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	ctx := t.Context()
+
+	// The v1.35 offline image: kube-proxy only, the harness routes.
+	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(daemonSet("kube-system", "kube-proxy", nil)).Build()
+	name, err := routingDaemonSet(ctx, cl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(name).To(BeEmpty())
+
+	// The 1.36+ offline images: podnet routes.
+	cl = fake.NewClientBuilder().WithScheme(s).WithObjects(
+		daemonSet("kube-system", "kube-proxy", nil),
+		daemonSet("kube-system", "podnet", map[string]string{"app": "podnet", podNetworkLabel: "routed"}),
+	).Build()
+	name, err = routingDaemonSet(ctx, cl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(name).To(Equal("podnet"))
 }

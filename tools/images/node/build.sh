@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# Builds the kind node image for the e2e tier offline, from Go modules and Debian
+# Builds a kind node image for the e2e tier offline, from Go modules and Debian
 # packages only: no container registry is contacted (see ../shared/DESIGN.md, "kind node
-# image, offline", for why each step is what it is).
+# image, offline", and README.md here for why each step is what it is).
 #
-#   tools/images/node/build.sh v1.35.4            every step, for that Kubernetes version
-#   tools/images/node/build.sh v1.35.4 k8s etcd   only the named steps
+#   tools/images/node/build.sh v1.37.2            every step, for that Kubernetes version
+#   tools/images/node/build.sh 1.37.2             the same (the leading v is optional)
+#   tools/images/node/build.sh v1.37.2 k8s etcd   only the named steps
 #   tools/images/node/build.sh --list             the steps
+#   tools/images/node/build.sh --versions         the Kubernetes versions it builds
+#
+# Each Kubernetes version takes its etcd, CoreDNS and pause versions (what its
+# `kubeadm config images list` names), its container runtime and its pod network from the
+# table under "versions" below:
+#   v1.35.4  Debian's containerd 1.6, a bridge CNI conflist for one node baked in (the
+#            harness routes between nodes itself, cluster/nodes.go);
+#   v1.36.3, v1.37.2  containerd 2 built from its Go module (config version 3), and podnet
+#            (src/podnet, a kindnetd-like DaemonSet kind applies from
+#            /kind/manifests/default-cni.yaml), so several nodes route pod traffic
+#            themselves.
 #
 # Every step skips itself when its output exists: binaries by version under
 # bin/node/<component>/<version>/, images by tag (`docker image inspect`); the kind base
-# and node images also carry a hash of files/ and rebuild when it changes. Delete an
-# output (or `docker rmi` a tag) to force a rebuild. Each step prints one progress line
-# with its duration. Only v1.35.4 is supported: Debian's containerd 1.6 serves
-# Kubernetes up to 1.35; 1.36+ needs containerd 2.x built from its Go module.
+# and node images also carry a hash of their inputs (hand-written files, per runtime) and
+# rebuild when it changes. v1.35.4's inputs are exactly the files they were before the
+# table (inputs_hash), so an image built then stays current. Delete an output (or
+# `docker rmi` a tag) to force a rebuild. Each step prints one progress line with its
+# duration.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,21 +35,57 @@ cd "$ROOT"
 export GOWORK=off
 
 # ---- versions ---------------------------------------------------------------------------
-K8S_VERSION=v1.35.4          # k8s.io/kubernetes; staging modules at v0.35.4
-ETCD_VERSION=v3.6.6          # kubeadm v1.35.4 names registry.k8s.io/etcd:3.6.6-0
-ETCD_IMAGE_TAG=3.6.6-0
-COREDNS_VERSION=v1.13.1      # kubeadm v1.35.4 names registry.k8s.io/coredns/coredns:v1.13.1
-PAUSE_VERSION=3.10.1         # kubeadm v1.35.4 names registry.k8s.io/pause:3.10.1
+# One row per Kubernetes version (k8s.io/kubernetes; its staging modules at v0.<minor>.<patch>).
+# etcd, its image tag, CoreDNS and pause are what that version's kubeadm names (step images
+# checks it). containerd: "debian" = bookworm's 1.6 (serves Kubernetes up to 1.35), else a
+# github.com/containerd/containerd/v2 version built here. network: "bridge" = one-node bridge
+# conflist baked in, "podnet" = src/podnet as kind's default CNI. kind: sigs.k8s.io/kind,
+# whose images/base/files the base takes and whose CLI creates such clusters (kubeadm 1.37
+# accepts only v1beta4 configs, which kind writes for 1.36+ from v0.33.0; v0.31.0 wrote
+# v1beta3 for every version).
+VERSIONS='
+# kubernetes  etcd    etcd-image  coredns  pause   containerd  network  kind
+v1.35.4       v3.6.6  3.6.6-0     v1.13.1  3.10.1  debian      bridge   v0.31.0
+v1.36.3       v3.6.8  3.6.8-0     v1.14.2  3.10.2  v2.4.2      podnet   v0.33.0
+v1.37.2       v3.7.0  3.7.0-0     v1.14.6  3.10.2  v2.4.2      podnet   v0.33.0
+'
+DEFAULT_K8S_VERSION=v1.35.4
 CRICTL_VERSION=v1.36.0       # sigs.k8s.io/cri-tools (v1.35.x is not served here)
 LOCALPATH_VERSION=v0.0.30    # github.com/rancher/local-path-provisioner
-KIND_VERSION=v0.31.0         # sigs.k8s.io/kind: CLI + images/base/files
 DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# normalize_version V: v1.37.2 from 1.37.2 or v1.37.2; a bare minor (1.37) takes its row.
+normalize_version() {
+  local v=v${1#v}
+  if [[ "$v" =~ ^v[0-9]+\.[0-9]+$ ]]; then
+    v=$(awk -v m="$v." 'index($1, m) == 1 { print $1 }' <<<"$VERSIONS" | tail -1)
+  fi
+  echo "$v"
+}
+# select_version V: set the row's variables, or fail naming the versions there are.
+select_version() {
+  local row
+  row=$(awk -v v="$1" '$1 == v' <<<"$VERSIONS")
+  if [ -z "$row" ]; then
+    echo "error: no Kubernetes version $1 here; there are: $(awk '/^v/ { printf "%s ", $1 }' <<<"$VERSIONS")" >&2
+    exit 2
+  fi
+  read -r K8S_VERSION ETCD_VERSION ETCD_IMAGE_TAG COREDNS_VERSION PAUSE_VERSION CONTAINERD_VERSION NETWORK KIND_VERSION <<<"$row"
+}
+K8S_ARG=
+if [[ "${1:-}" =~ ^v?[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; then K8S_ARG=$(normalize_version "$1"); shift; fi
+select_version "${K8S_ARG:-$DEFAULT_K8S_VERSION}"
 
 # ---- image tags -------------------------------------------------------------------------
 REG=registry.k8s.io
 BASE_ROOTFS_IMAGE=gauntlet.dev/bookworm-rootfs:${DEBIAN_SUITE}
-KIND_BASE_IMAGE=gauntlet.dev/kind-base:${KIND_VERSION}-${DEBIAN_SUITE}
+# The kind base: Debian's containerd 1.6 (v1.35.4's), or containerd 2 built here.
+if [ "$CONTAINERD_VERSION" = debian ]; then
+  KIND_BASE_IMAGE=gauntlet.dev/kind-base:${KIND_VERSION}-${DEBIAN_SUITE}
+else
+  KIND_BASE_IMAGE=gauntlet.dev/kind-base:${KIND_VERSION}-${DEBIAN_SUITE}-containerd-${CONTAINERD_VERSION}
+fi
 HELPER_IMAGE=gauntlet.dev/local-path-helper:${DEBIAN_SUITE}
 LOCALPATH_IMAGE=gauntlet.dev/local-path-provisioner:${LOCALPATH_VERSION}
 NODE_IMAGE=${NODE_IMAGE:-gauntlet.dev/kind-node:${K8S_VERSION}}
@@ -59,13 +108,36 @@ dbuild() {
   docker build -q "$@" >/dev/null 2>"$err" || { cat "$err" >&2; rm -f "$err"; return 1; }
   rm -f "$err"
 }
-# inputs_hash: short hash of the hand-written files baked into the base and node images;
-# stored as an image label so that editing files/ rebuilds those images.
-inputs_hash() { cat "$ROOT"/files/* | sha256sum | cut -c1-12; }
+# inputs_hash: short hash of the hand-written inputs of the base and node images, stored
+# as an image label so that editing them rebuilds those images. The Debian-containerd row
+# (v1.35.4) hashes exactly the three files it always has, in the same order, so images
+# built before the version table stay current; the containerd 2 rows hash their own files,
+# the kind and containerd versions and the podnet image (whose tag is its source's hash).
+LEGACY_INPUTS=(10-gauntlet-bridge.conflist default-storage.yaml kind-base.Dockerfile)
+CONTAINERD2_INPUTS=(default-storage.yaml kind-base-containerd2.Dockerfile containerd2-config.toml podnet.yaml)
+inputs_hash() {
+  if [ "$CONTAINERD_VERSION" = debian ]; then
+    (cd "$ROOT/files" && cat "${LEGACY_INPUTS[@]}") | sha256sum | cut -c1-12
+  else
+    { (cd "$ROOT/files" && cat "${CONTAINERD2_INPUTS[@]}"); echo "kind $KIND_VERSION containerd $CONTAINERD_VERSION $PODNET_IMAGE"; } \
+      | sha256sum | cut -c1-12
+  fi
+}
 have_current_image() {
   [ "$(docker image inspect -f '{{index .Config.Labels "gauntlet.dev/inputs"}}' "$1" 2>/dev/null)" = "$(inputs_hash)" ]
 }
 have_files() { local f; for f in "$@"; do [ -x "$f" ] || return 1; done; }
+
+# modsrc NAME VERSION: the wrapper module building NAME at VERSION: src/NAME-VERSION, or
+# src/NAME for the versions v1.35.4 takes (the modules that were there before the table).
+modsrc() {
+  if [ -d "$ROOT/src/$1-$2" ]; then echo "src/$1-$2"; else echo "src/$1"; fi
+}
+# check_require DIR MODULE VERSION: DIR's go.mod requires MODULE at VERSION.
+check_require() {
+  grep -Eq "^(require )?[[:space:]]*$2 $3( |\$)" "$ROOT/$1/go.mod" \
+    || { echo "$1/go.mod does not require $2 $3" >&2; return 1; }
+}
 
 # gomod DIR: create go.sum on first use only (GOFLAGS=-mod=mod only here), then build read-only.
 gomod() {
@@ -91,11 +163,13 @@ k8s_ldflags() {
 K8S_BIN=$BIN/kubernetes/$K8S_VERSION
 step_k8s() {
   local tmp=$K8S_BIN.tmp
-  gomod src/k8s
+  local src; src=$(modsrc k8s "$K8S_VERSION")
+  check_require "$src" k8s.io/kubernetes "$K8S_VERSION"
+  gomod "$src"
   rm -rf "$tmp"; mkdir -p "$tmp"
   local pkgs=() c
   for c in "${K8S_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-  (cd src/k8s && "${NICE[@]}" go build -trimpath -tags providerless -ldflags "$(k8s_ldflags)" -o "$tmp/" "${pkgs[@]}")
+  (cd "$src" && "${NICE[@]}" go build -trimpath -tags providerless -ldflags "$(k8s_ldflags)" -o "$tmp/" "${pkgs[@]}")
   grep -qx "$K8S_VERSION" <<<"$("$tmp/kubeadm" version -o short)"
   rm -rf "$K8S_BIN"; mv "$tmp" "$K8S_BIN"
 }
@@ -103,9 +177,11 @@ step_k8s() {
 # ---- step (b): etcd -----------------------------------------------------------------------
 ETCD_BIN=$BIN/etcd/$ETCD_VERSION
 step_etcd() {
-  gomod src/etcd
+  local src; src=$(modsrc etcd "$ETCD_VERSION")
+  check_require "$src" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+  gomod "$src"
   mkdir -p "$ETCD_BIN.tmp"
-  (cd src/etcd && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN.tmp/etcd" .)
+  (cd "$src" && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN.tmp/etcd" .)
   grep -q "etcd Version: ${ETCD_VERSION#v}" <<<"$("$ETCD_BIN.tmp/etcd" --version)"
   rm -rf "$ETCD_BIN"; mv "$ETCD_BIN.tmp" "$ETCD_BIN"
 }
@@ -113,9 +189,11 @@ step_etcd() {
 # ---- step (c): CoreDNS ----------------------------------------------------------------------
 COREDNS_BIN=$BIN/coredns/$COREDNS_VERSION
 step_coredns() {
-  gomod src/coredns
+  local src; src=$(modsrc coredns "$COREDNS_VERSION")
+  check_require "$src" github.com/coredns/coredns "$COREDNS_VERSION"
+  gomod "$src"
   mkdir -p "$COREDNS_BIN.tmp"
-  (cd src/coredns && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$COREDNS_BIN.tmp/coredns" github.com/coredns/coredns)
+  (cd "$src" && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$COREDNS_BIN.tmp/coredns" github.com/coredns/coredns)
   grep -q "CoreDNS-${COREDNS_VERSION#v}" <<<"$("$COREDNS_BIN.tmp/coredns" -version)"
   rm -rf "$COREDNS_BIN"; mv "$COREDNS_BIN.tmp" "$COREDNS_BIN"
 }
@@ -150,12 +228,56 @@ step_localpath() {
   rm -rf "$LOCALPATH_BIN"; mv "$LOCALPATH_BIN.tmp" "$LOCALPATH_BIN"
 }
 
+# ---- containerd 2 (rows with a containerd version) -------------------------------------------
+# Static (CGO_ENABLED=0: the btrfs snapshotter, the one cgo part, drops out by its build tag),
+# like upstream's static release; the shim with no_grpc as upstream builds it.
+CONTAINERD_CMDS=(containerd containerd-shim-runc-v2 ctr)
+CONTAINERD_BIN=$BIN/containerd/$CONTAINERD_VERSION
+step_containerd() {
+  local src tmp=$CONTAINERD_BIN.tmp m=github.com/containerd/containerd/v2
+  src=$(modsrc containerd "$CONTAINERD_VERSION")
+  check_require "$src" "$m" "$CONTAINERD_VERSION"
+  gomod "$src"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  local ld="-s -w -X $m/version.Version=$CONTAINERD_VERSION -X $m/version.Revision=gauntlet-module-build"
+  (cd "$src" && "${NICE[@]}" go build -trimpath -tags "urfave_cli_no_docs osusergo netgo static_build" \
+    -ldflags "$ld -extldflags -static" -o "$tmp/" "$m/cmd/containerd" "$m/cmd/ctr")
+  (cd "$src" && "${NICE[@]}" go build -trimpath -tags "urfave_cli_no_docs osusergo netgo static_build no_grpc" \
+    -ldflags "$ld -extldflags -static" -o "$tmp/" "$m/cmd/containerd-shim-runc-v2")
+  grep -q "containerd $m $CONTAINERD_VERSION" <<<"$("$tmp/containerd" --version)"
+  rm -rf "$CONTAINERD_BIN"; mv "$tmp" "$CONTAINERD_BIN"
+}
+
+# ---- podnet (rows whose network is podnet) ---------------------------------------------------
+# src/podnet: gives each node's pods its pod range and routes the other nodes' ranges, like
+# kindnetd (not served by the module proxy here). Its image tag is the hash of its source.
+podnet_hash() { (cd "$ROOT/src/podnet" && cat go.mod go.sum ./*.go) | sha256sum | cut -c1-12; }
+PODNET_IMAGE=
+PODNET_BIN=
+if [ "$NETWORK" = podnet ]; then
+  PODNET_IMAGE=gauntlet.dev/podnet:$(podnet_hash)
+  PODNET_BIN=$BIN/podnet/${PODNET_IMAGE##*:}
+fi
+step_podnet() {
+  gomod src/podnet
+  mkdir -p "$PODNET_BIN.tmp"
+  (cd src/podnet && "${NICE[@]}" go vet . && "${NICE[@]}" go test -count=1 . >/dev/null \
+    && "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$PODNET_BIN.tmp/podnet" .)
+  rm -rf "$PODNET_BIN"; mv "$PODNET_BIN.tmp" "$PODNET_BIN"
+}
+
 # ---- kind CLI -------------------------------------------------------------------------------
 KIND_BIN=$BIN/kind-cli/$KIND_VERSION
+# bin/node/kind: the newest kind CLI built (a newer kind creates the older versions' clusters).
+link_newest_kind() {
+  local newest
+  newest=$(find "$BIN/kind-cli" -mindepth 2 -maxdepth 2 -name kind -type f | sort -V | tail -1)
+  ln -sfn "${newest#"$BIN"/}" "$BIN/kind"
+}
 step_kindcli() {
   mkdir -p "$KIND_BIN"
   GOBIN=$KIND_BIN "${NICE[@]}" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
-  ln -sfn "kind-cli/$KIND_VERSION/kind" "$BIN/kind"
+  link_newest_kind
   "$BIN/kind" version
 }
 
@@ -193,6 +315,16 @@ step_kindbase() {
   find "$ctx/files" -type d -exec chmod 0755 {} +
   find "$ctx/files" -type f -exec chmod 0644 {} +
   chmod 0755 "$ctx"/files/usr/local/bin/* "$ctx"/files/kind/bin/*
+  if [ "$CONTAINERD_VERSION" != debian ]; then
+    # containerd 2 from bin/node/containerd; its config (version 3) is written per node
+    # image by step node; no CNI config: podnet writes each node's.
+    rm -f "$ctx/files/etc/containerd/config.toml"
+    mkdir -p "$ctx/containerd"
+    cp "${CONTAINERD_CMDS[@]/#/$CONTAINERD_BIN/}" "$ctx/containerd/"
+    cp "$ROOT/files/kind-base-containerd2.Dockerfile" "$ctx/Dockerfile"
+    dbuild --build-arg "ROOTFS=$BASE_ROOTFS_IMAGE" --label "gauntlet.dev/inputs=$(inputs_hash)" -t "$KIND_BASE_IMAGE" "$ctx"
+    return
+  fi
   # our additions: single-node bridge CNI config, containerd settings for this VM
   mkdir -p "$ctx/files/etc/cni/net.d"
   install -m 0644 "$ROOT/files/10-gauntlet-bridge.conflist" "$ctx/files/etc/cni/net.d/"
@@ -238,6 +370,7 @@ image_list() {
   echo "$REG/pause:$PAUSE_VERSION"
   echo "$LOCALPATH_IMAGE"
   echo "$HELPER_IMAGE"
+  [ -z "$PODNET_IMAGE" ] || echo "$PODNET_IMAGE"
 }
 
 step_images() {
@@ -251,9 +384,22 @@ step_images() {
   have_image "$REG/pause:$PAUSE_VERSION" || scratch_image "$REG/pause:$PAUSE_VERSION" "$PAUSE_BIN/pause" 65535:65535
   have_image "$LOCALPATH_IMAGE" || scratch_image "$LOCALPATH_IMAGE" "$LOCALPATH_BIN/local-path-provisioner"
   have_image "$HELPER_IMAGE" || debian_image "$HELPER_IMAGE"
+  # podnet runs ip and iptables: the slim Debian image has both
+  [ -z "$PODNET_IMAGE" ] || have_image "$PODNET_IMAGE" || debian_image "$PODNET_IMAGE" "$PODNET_BIN/podnet"
   # check kubeadm agrees with the tags we built
   local want; want=$("$K8S_BIN/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null)
   for c in $want; do have_image "$c" || { echo "kubeadm wants $c, which was not built" >&2; return 1; }; done
+}
+
+# node_ctr CONTAINER ARGS...: ctr in the build container, stdin passed on, without the
+# cgroup v1 deprecation warning containerd 2's ctr prints on every call on these hosts.
+node_ctr() {
+  local c=$1 err rc=0; shift
+  err=$(mktemp)
+  docker exec -i "$c" ctr "$@" 2>"$err" || rc=$?
+  grep -v 'support for cgroup v1 is deprecated' "$err" >&2 || true
+  rm -f "$err"
+  return $rc
 }
 
 # ---- step (i): the node image ---------------------------------------------------------------
@@ -271,15 +417,24 @@ step_node() {
   echo "$K8S_VERSION" | docker exec -i "$b" sh -c 'cat > /kind/version'
   sed -e "s#@PROVISIONER_IMAGE@#$LOCALPATH_IMAGE#g" -e "s#@HELPER_IMAGE@#$HELPER_IMAGE#g" \
     "$ROOT/files/default-storage.yaml" | docker exec -i "$b" sh -c 'cat > /kind/manifests/default-storage.yaml'
+  if [ "$CONTAINERD_VERSION" != debian ]; then
+    sed -e "s#@SANDBOX_IMAGE@#$REG/pause:$PAUSE_VERSION#g" "$ROOT/files/containerd2-config.toml" \
+      | docker exec -i "$b" sh -c 'cat > /etc/containerd/config.toml'
+  fi
+  if [ "$NETWORK" = podnet ]; then
+    # kind applies this unless the cluster's config sets networking.disableDefaultCNI
+    sed -e "s#@PODNET_IMAGE@#$PODNET_IMAGE#g" "$ROOT/files/podnet.yaml" \
+      | docker exec -i "$b" sh -c 'cat > /kind/manifests/default-cni.yaml'
+  fi
   # start containerd, import every image tar (pinned, like kind's builder), stop it cleanly
   docker exec "$b" sh -c 'containerd > /tmp/containerd.log 2>&1 & echo $! > /tmp/containerd.pid'
   local i
   for i in $(seq 1 60); do docker exec "$b" ctr version >/dev/null 2>&1 && break; sleep 0.5; done
   for img in $(image_list); do
-    docker save "$img" | docker exec -i "$b" ctr -n k8s.io images import \
+    docker save "$img" | node_ctr "$b" -n k8s.io images import \
       --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
   done
-  docker exec "$b" ctr -n k8s.io images ls -q > "$WORK/node-images.txt"
+  node_ctr "$b" -n k8s.io images ls -q > "$WORK/node-images.txt"
   for img in $(image_list); do
     grep -qx "$img" "$WORK/node-images.txt" || { echo "missing in node: $img" >&2; return 1; }
   done
@@ -299,7 +454,10 @@ step_node() {
 }
 
 # ---- main -------------------------------------------------------------------------------
-STEPS=(k8s etcd coredns pause crictl localpath kindcli rootfs slimfs kindbase images node)
+STEPS=(k8s etcd coredns pause crictl localpath)
+[ "$CONTAINERD_VERSION" = debian ] || STEPS+=(containerd)
+[ "$NETWORK" != podnet ] || STEPS+=(podnet)
+STEPS+=(kindcli rootfs slimfs kindbase images node)
 declare -A DESC=(
   [k8s]="(a) Kubernetes $K8S_VERSION binaries (${K8S_CMDS[*]})"
   [etcd]="(b) etcd $ETCD_VERSION"
@@ -307,6 +465,8 @@ declare -A DESC=(
   [pause]="(d) pause $PAUSE_VERSION (own Go program)"
   [crictl]="(e) crictl $CRICTL_VERSION"
   [localpath]="(f) local-path-provisioner $LOCALPATH_VERSION"
+  [containerd]="(f) containerd $CONTAINERD_VERSION (${CONTAINERD_CMDS[*]})"
+  [podnet]="(f) podnet ${PODNET_IMAGE##*:} (src/podnet)"
   [kindcli]="kind CLI $KIND_VERSION"
   [rootfs]="(g) Debian $DEBIAN_SUITE node rootfs (debootstrap) -> $BASE_ROOTFS_IMAGE"
   [slimfs]="(g) Debian $DEBIAN_SUITE slim rootfs (debootstrap) -> $SLIM_IMAGE"
@@ -321,6 +481,8 @@ declare -A DONE_IF=(
   [pause]='have_files "$PAUSE_BIN/pause"'
   [crictl]='have_files "$CRICTL_BIN/crictl"'
   [localpath]='have_files "$LOCALPATH_BIN/local-path-provisioner"'
+  [containerd]='have_files "${CONTAINERD_CMDS[@]/#/$CONTAINERD_BIN/}"'
+  [podnet]='have_files "$PODNET_BIN/podnet"'
   [kindcli]='have_files "$KIND_BIN/kind" && [ -L "$BIN/kind" ]'
   [rootfs]='have_image "$BASE_ROOTFS_IMAGE"'
   [slimfs]='have_image "$SLIM_IMAGE"'
@@ -331,11 +493,10 @@ declare -A DONE_IF=(
 all_images_present() { local i; for i in $(image_list); do have_image "$i" || return 1; done; }
 
 main() {
-  if [ "${1:-}" = --list ]; then printf '%s\n' "${STEPS[@]}"; return; fi
-  if [[ "${1:-}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
-    [ "$1" = "$K8S_VERSION" ] || { echo "error: this build supports Kubernetes $K8S_VERSION only, not $1 (see the header)" >&2; exit 2; }
-    shift
-  fi
+  case "${1:-}" in
+    --list) printf '%s\n' "${STEPS[@]}"; return;;
+    --versions) grep -v '^$' <<<"$VERSIONS"; return;;
+  esac
   local want=("$@") s
   if [ ${#want[@]} -eq 0 ] && have_current_image "$NODE_IMAGE"; then
     # The product is there and built from these files: nothing else is needed.
@@ -346,7 +507,7 @@ main() {
   mkdir -p "$BIN" "$WORK"
   local t0; t0=$(date +%s)
   for s in "${want[@]}"; do
-    [ -n "${DESC[$s]:-}" ] || { echo "unknown step: $s (try --list)" >&2; exit 2; }
+    [[ " ${STEPS[*]} " == *" $s "* ]] || { echo "unknown step for $K8S_VERSION: $s (try $0 $K8S_VERSION --list)" >&2; exit 2; }
     if eval "${DONE_IF[$s]}"; then
       skip_step "$s" "${DESC[$s]}" "output exists"
     else
