@@ -347,6 +347,10 @@ test-chaos-install: $(GOTESTSUM) $(NODE_IMAGE_DEP) chaos-images ## Chaos Mesh's 
 	@mkdir -p $(ARTIFACTS)
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos-install.xml -- -count=1 -timeout 25m -tags e2e -run '^TestInstallE2E$$' ./chaos/install
 
+.PHONY: matrix
+matrix: ## What the GitHub Actions matrix runs, here: integration, the e2e smoke and one chaos scenario on each Kubernetes minor of .github/workflows/ci.yml (ci/matrix.sh); a table in artifacts/matrix.md.
+	ci/matrix.sh
+
 .PHONY: chaos
 chaos: gauntlet ## The main chaos run: bin/gauntlet run (engine, images, kind, operator, Chaos Mesh, every scenario); report in artifacts/chaos-<time>/report.html (ARGS="--seed 7 --scenario 'leader-*'").
 	$(BIN)/gauntlet run --node-image $(NODE_IMAGE) --kind-config $(KIND_CONFIG) $(ARGS)
