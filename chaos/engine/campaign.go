@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -61,6 +63,30 @@ func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, fau
 	res, fresh := c.e.runDifferential(ctx, s, seed, artifacts)
 	c.learned.observe(fresh)
 	return res
+}
+
+// unsettled ends a campaign whose reference run (the starting resource,
+// as it is) broke an oracle: that is its one finding, written as a
+// scenario file with no step.
+func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.Campaign, start time.Time) (*report.Report, *report.Campaign, error) {
+	oracle, what := classify(ref, nil)
+	if oracle == "" {
+		return nil, nil, fmt.Errorf("the starting resource, created as it is: %s", what)
+	}
+	c.e.logf("explore: the starting resource, as it is, broke %q: %s", oracle, what)
+	f := c.finding(ctx, "explore-0", nil, nil, oracle, what)
+	f.After = time.Since(start)
+	x.Findings, x.Runs = append(x.Findings, f), 1
+	x.Took = time.Since(start)
+	rep := report.NewReport(c.o.Seed, c.e.Name())
+	rep.Results, rep.Campaign = []*report.Result{ref}, x
+	return rep, x, c.save(rep, x)
+}
+
+// save writes the campaign's report, explore.json and explore.md.
+func (c *campaign) save(rep *report.Report, x *report.Campaign) error {
+	return errors.Join(write(rep, c.o.Artifacts), x.Save(c.o.Artifacts),
+		os.WriteFile(filepath.Join(c.o.Artifacts, "explore.md"), []byte(x.Summary(c.e.o.Set.OperatorFile, true)), 0o644))
 }
 
 // over says whether the campaign stops before its i-th run: its budget
@@ -136,6 +162,9 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
 	s := *base
 	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + stepNames(seq)}
+	if len(seq) == 0 {
+		s.Metadata.Description = "explore: the starting resource, as it is, with no step"
+	}
 	s.Spec.Before, s.Spec.Workload = nil, nil
 	s.Spec.During = nil
 	for i, st := range seq {

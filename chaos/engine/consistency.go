@@ -235,24 +235,22 @@ func compareFollows(a, b scenario.Follow) int {
 }
 
 // referenceRun creates the base scenario's resource as it is, with no
-// step, and returns what it converged to: the first creation the
-// consistency oracle learns from.
-func (e *Engine) referenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*endState, error) {
+// step, and returns its result and, when it passed, what it converged
+// to: the first creation the consistency oracle learns from.
+func (e *Engine) referenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *endState, error) {
 	obj, err := e.baseObject(base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	dir := filepath.Join(artifacts, "reference")
 	ref, err := e.freshScenario(base, spec, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ref.Metadata.Name = base.Metadata.Name + "-reference"
+	ref.Metadata.Description = "explore: the starting resource, as it is, with no step (the reference run)"
 	e.o.Set.Files[ref.Metadata.Name] = filepath.Join(dir, "scenario.yaml")
 	res, end := e.runOnce(ctx, ref, seed, artifacts, true)
-	if res.Verdict() != report.Passed || end == nil {
-		return nil, fmt.Errorf("the starting resource, created as it is, did not converge: %s", strings.Join(append(res.Errors, res.Violations...), "; "))
-	}
-	return end, nil
+	return res, end, nil
 }

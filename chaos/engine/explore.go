@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,9 +78,14 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 
 	c := &campaign{e: e, o: o, base: base}
 	refStart := time.Now()
-	ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
+	refRes, ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if ref == nil {
+		// The operator cannot settle the starting resource itself: the
+		// first finding, and the campaign has nothing to start from.
+		return c.unsettled(ctx, refRes, x, start)
 	}
 	c.learned.observe(ref)
 	var faults []*scenario.Fault
@@ -119,8 +122,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	x.Took = time.Since(start)
 	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
 	rep.Campaign = x
-	return rep, x, errors.Join(write(rep, o.Artifacts), x.Save(o.Artifacts),
-		os.WriteFile(filepath.Join(o.Artifacts, "explore.md"), []byte(x.Summary(e.o.Set.OperatorFile, true)), 0o644))
+	return rep, x, c.save(rep, x)
 }
 
 // generate lists the steps to try: for each field of the spec's schema

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,7 @@ func exploreEngine(t *testing.T) (*Engine, *scenario.Scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Engine{o: Options{Set: set}}, set.Scenarios[0]
+	return &Engine{o: Options{Set: set, Log: io.Discard}}, set.Scenarios[0]
 }
 
 // A campaign's run is the base scenario with its steps as patches, a wait
@@ -202,4 +203,28 @@ func TestHasField(t *testing.T) {
 	g.Expect(hasField(spec, []string{"backup", "schedule"})).To(BeTrue())
 	g.Expect(hasField(spec, []string{"backup", "retention"})).To(BeFalse())
 	g.Expect(hasField(spec, []string{"replicas"})).To(BeFalse())
+}
+
+// A starting resource the operator cannot settle is the campaign's one
+// finding: a scenario file with no step, which replays as it loads.
+func TestUnsettledReference(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	e.hermetic = &hermetic{} // envtest, by name
+	dir := t.TempDir()
+	c := &campaign{e: e, o: ExploreOptions{Artifacts: dir}, base: base}
+	ref := &report.Result{Run: &report.Run{Scenario: "base-reference", Errors: []string{"not converged after the heal: gave up"}}}
+	rep, x, err := c.unsettled(t.Context(), ref, &report.Campaign{}, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rep.Campaign).To(Equal(x))
+	g.Expect(x.Findings).To(HaveLen(1))
+	g.Expect(x.Findings[0].Oracle).To(Equal("settles"))
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, x.Findings[0].File)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Scenarios[0].Spec.During).To(BeEmpty())
+	g.Expect(set.Scenarios[0].Metadata.Description).To(ContainSubstring("as it is, with no step"))
+
+	refused := &report.Result{Run: &report.Run{Errors: []string{"the API server refused the resource: invalid"}}}
+	_, _, err = c.unsettled(t.Context(), refused, &report.Campaign{}, time.Now())
+	g.Expect(err).To(MatchError(ContainSubstring("the starting resource, created as it is: refused by the API server")))
 }

@@ -9,7 +9,6 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -48,7 +47,7 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 	}
 	fmt.Fprintf(&b, "# Replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, file)
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n  description: %q\nspec:\n",
-		scenario.APIVersion, scenario.KindScenario, s.Metadata.Name, "explore: "+stepNames(stepsOf(s)))
+		scenario.APIVersion, scenario.KindScenario, s.Metadata.Name, s.Metadata.Description)
 	block := func(key string, v any) error {
 		y, err := sigsyaml.Marshal(v)
 		if err != nil {
@@ -99,28 +98,6 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 		}
 	}
 	return []byte(b.String()), nil
-}
-
-// stepsOf reads a campaign scenario's steps back from its patches.
-func stepsOf(s *scenario.Scenario) []explore.Step {
-	var out []explore.Step
-	for _, a := range s.Spec.During {
-		if a.Patch == nil {
-			continue
-		}
-		path, v := []string{}, any(a.Patch)
-		for {
-			m, ok := v.(map[string]any)
-			if !ok || len(m) != 1 {
-				break
-			}
-			for k, x := range m {
-				path, v = append(path, k), x
-			}
-		}
-		out = append(out, explore.Step{Path: path, Value: v})
-	}
-	return out
 }
 
 // faultMap is a fault as a person writes it: the fields set, durations
