@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -30,7 +32,22 @@ type campaign struct {
 // for the fields seq sets, under fault when there is one (then judged
 // against its fault-free twin rather than a fresh resource).
 func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fault) *scenario.Scenario {
-	s := c.e.campaignScenario(c.base, name, seq)
+	var created, changes []explore.Step
+	for _, st := range seq {
+		if st.AtCreation {
+			created = append(created, st)
+		} else {
+			changes = append(changes, st)
+		}
+	}
+	s := c.e.campaignScenario(c.base, name, changes)
+	if len(created) > 0 {
+		s.Metadata.Description = "explore: " + stepNames(append(slices.Clone(created), changes...))
+		if err := c.createdWith(s, created); err != nil {
+			// The run then fails to read its manifest, and says so.
+			c.e.logf("%s: writing its resource with %s: %v", name, stepNames(created), err)
+		}
+	}
 	fields := fieldsOf(seq)
 	s.Spec.Assertions.Follows = c.learned.follows(fields)
 	if c.e.refusable == nil {
@@ -51,6 +68,29 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 		}
 	}
 	return s
+}
+
+// createdWith makes s create its resource with the steps' values set: a
+// manifest of its own, beside which s's file is said to be.
+func (c *campaign) createdWith(s *scenario.Scenario, steps []explore.Step) error {
+	obj, err := c.e.baseObject(c.base)
+	if err != nil {
+		return err
+	}
+	if obj, err = withSteps(obj, steps); err != nil {
+		return err
+	}
+	b, err := sigsyaml.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.o.Artifacts, "created", s.Metadata.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	s.Spec.Resource.Manifest = "resource.yaml"
+	c.e.o.Set.Files[s.Metadata.Name] = filepath.Join(dir, "scenario.yaml")
+	return os.WriteFile(filepath.Join(dir, s.Spec.Resource.Manifest), b, 0o644)
 }
 
 // run runs seq (under fault, if any) and learns from the fresh resource

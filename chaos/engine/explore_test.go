@@ -228,3 +228,33 @@ func TestUnsettledReference(t *testing.T) {
 	_, _, err = c.unsettled(t.Context(), refused, &report.Campaign{}, time.Now())
 	g.Expect(err).To(MatchError(ContainSubstring("the starting resource, created as it is: refused by the API server")))
 }
+
+// A value its rules keep from changing is set in the resource as it is
+// created: a manifest of the run's own, no patch; the finding carries
+// that manifest.
+func TestCampaignAtCreation(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	dir := t.TempDir()
+	c := &campaign{e: e, o: ExploreOptions{Artifacts: dir}, base: base}
+	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)},
+		{Path: []string{"spec", "storage"}, Value: map[string]any{"size": "3Gi"}, Leaf: []string{"spec", "storage", "size"}, LeafValue: "3Gi", AtCreation: true}}
+	s := c.scenario("explore-5", seq, nil)
+	g.Expect(s.Spec.During).To(Equal([]scenario.Action{{Patch: map[string]any{"spec": map[string]any{"replicas": int64(5)}}}}), "only the change is a patch")
+	g.Expect(s.Metadata.Description).To(Equal("explore: spec.storage.size=3Gi (in a new spec.storage) at creation, then spec.replicas=5"))
+	obj, err := e.baseObject(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	size, _, _ := unstructured.NestedString(obj.Object, "spec", "storage", "size")
+	g.Expect(size).To(Equal("3Gi"))
+	b, _ := os.ReadFile(e.o.Set.Files[base.Metadata.Name])
+	g.Expect(string(b)).NotTo(ContainSubstring("3Gi"), "the base is left as it was")
+
+	file, err := e.writeFinding(dir, base, s, "settles", "stuck")
+	g.Expect(err).NotTo(HaveOccurred())
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	replay, err := (&Engine{o: Options{Set: set}}).baseObject(set.Scenarios[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	size, _, _ = unstructured.NestedString(replay.Object, "spec", "storage", "size")
+	g.Expect(size).To(Equal("3Gi"), "the finding's resource is the one the run created")
+}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -92,6 +94,16 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 		_, err := e.Dynamic.Resource(gvr).Namespace(r.ns).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
+	createDryRun := func(st explore.Step) error {
+		created, err := withSteps(obj, []explore.Step{st})
+		if err != nil {
+			return err
+		}
+		created.SetNamespace(r.ns)
+		created.SetName(obj.GetName() + "-created")
+		_, err = e.Dynamic.Resource(r.gvr).Namespace(r.ns).Create(ctx, created, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
 	var ok []explore.Step
 	for _, st := range steps {
 		patch, err := json.Marshal(st.Patch())
@@ -99,10 +111,16 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 			return nil, err
 		}
 		err = dryRun(versions[0].name, patch)
-		if err != nil {
-			x.Refused = append(x.Refused, fmt.Sprintf("%s: %v", st, err))
-		} else {
+		switch {
+		case err == nil:
 			ok = append(ok, st)
+		case createDryRun(st) == nil:
+			// Refused as a change, admitted at creation: a field its
+			// rules keep as it was created.
+			st.AtCreation = true
+			ok = append(ok, st)
+		default:
+			x.Refused = append(x.Refused, fmt.Sprintf("%s: %v", st, err))
 		}
 		for _, v := range versions[1:] {
 			if !hasField(v.spec, st.Path[1:]) || (st.Leaf != nil && !hasField(v.spec, st.Leaf[1:])) {
@@ -137,4 +155,24 @@ func hasField(spec *apiextensionsv1.JSONSchemaProps, path []string) bool {
 		s = &p
 	}
 	return true
+}
+
+// withSteps is a copy of obj with the steps' values set, as a merge patch
+// of each sets them.
+func withSteps(obj *unstructured.Unstructured, steps []explore.Step) (*unstructured.Unstructured, error) {
+	doc, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range steps {
+		patch, err := json.Marshal(st.Patch())
+		if err != nil {
+			return nil, err
+		}
+		if doc, err = jsonpatch.MergePatch(doc, patch); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", st, err)
+		}
+	}
+	out := &unstructured.Unstructured{}
+	return out, out.UnmarshalJSON(doc)
 }

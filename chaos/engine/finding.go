@@ -21,7 +21,7 @@ func (e *Engine) writeFinding(dir string, base *scenario.Scenario, s *scenario.S
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	manifest, err := os.ReadFile(filepath.Join(filepath.Dir(e.o.Set.Files[base.Metadata.Name]), base.Spec.Resource.Manifest))
+	manifest, err := os.ReadFile(filepath.Join(filepath.Dir(e.o.Set.Files[name]), s.Spec.Resource.Manifest))
 	if err != nil {
 		return "", err
 	}

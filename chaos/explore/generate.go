@@ -69,6 +69,9 @@ type Step struct {
 	Value     any      `json:"value"`
 	Leaf      []string `json:"leaf,omitempty"`
 	LeafValue any      `json:"leafValue,omitempty"`
+	// AtCreation sets the value in the resource as it is created rather
+	// than as a change: a field its rules keep from changing.
+	AtCreation bool `json:"atCreation,omitempty"`
 }
 
 func (s Step) String() string {
@@ -87,6 +90,9 @@ func (s Step) String() string {
 	}
 	if s.Leaf != nil {
 		out += " (in a new " + strings.Join(s.Path, ".") + ")"
+	}
+	if s.AtCreation {
+		out += " at creation"
 	}
 	return out
 }
