@@ -14,7 +14,11 @@ set -euo pipefail
 out=${1:?usage: ci/explore-bugs.sh OUT}
 command -v jq >/dev/null || { echo "ci/explore-bugs.sh: needs jq (apt-get install jq)" >&2; exit 2; }
 root=$(git rev-parse --show-toplevel)
-gauntlet=$root/bin/gauntlet
+# A copy: a rebuild of bin/gauntlet while this runs must not change the
+# campaigns half way.
+gauntlet=$(mktemp -d)/gauntlet
+cp "$root/bin/gauntlet" "$gauntlet"
+trap 'rm -rf "$(dirname "$gauntlet")"' EXIT
 seed=${EXPLORE_SEED:-1}
 budget=${EXPLORE_BUDGET:-8m}
 mkdir -p "$out"
@@ -43,7 +47,7 @@ for patch in suites/bugs/*.patch; do
   fi
   row=$(jq -r '[.runs, (.findings // [] | length),
       (.findings[0].oracle // "-"), ((.findings[0].shrunk // []) | join(", then ")),
-      (if .findings then ((.findings[0].after / 1e9) | floor | tostring) + "s" else "-" end)] | @tsv' "$report/explore.json")
+      (if (.findings // [] | length) > 0 then ((.findings[0].after / 1e9) | floor | tostring) + "s" else "-" end)] | @tsv' "$report/explore.json")
   IFS=$'\t' read -r runs found oracle shrunk after <<<"$row"
   echo "| $v | $([[ $found -gt 0 ]] && echo yes || echo no) | $oracle | ${shrunk:--} | $after | $runs |" >> "$table"
   echo ">> $(date +%H:%M:%S) bug variant $v: $([[ $found -gt 0 ]] && echo "found ($oracle) after $after" || echo "nothing found") in $(( $(date +%s) - start ))s"
