@@ -248,9 +248,10 @@ bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not 
 	$(E2E_ENV) go test -count=1 -timeout 60m -tags 'e2e bench' -run '^TestBenchBringUp$$' -v ./suites/e2e -args -rounds=$(ROUNDS)
 
 BENCH_N ?= 200
+BENCH_EXPLORE_BUDGET ?= 30m
 
 .PHONY: bench
-bench: build envtest-bins ## One table of every hermetic figure (not in make test): the unit and simulation Go benchmarks and the envtest scale benchmark at BENCH_N clusters, in artifacts/bench-<time>/BENCHMARKS.md and benchmarks.json; compare two with bin/gauntlet bench compare A B.
+bench: build envtest-bins ## One table of every hermetic figure (not in make test): the unit and simulation Go benchmarks, the envtest scale benchmark at BENCH_N clusters and an explore campaign (BENCH_EXPLORE_BUDGET), in artifacts/bench-<time>/BENCHMARKS.md and benchmarks.json; compare two with bin/gauntlet bench compare A B.
 	@set -e; dir=$(ARTIFACTS)/bench-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$dir; \
 	echo "bench: unit benchmarks (3 runs)"; \
 	go test -run '^$$' -bench . -benchmem -count 3 ./suites/unit/... | tee $$dir/unit.txt; \
@@ -259,7 +260,11 @@ bench: build envtest-bins ## One table of every hermetic figure (not in make tes
 	echo "bench: envtest scale, N=$(BENCH_N)"; \
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 60m -run TestScale ./suites/benchint -v \
 	  -args -n=$(BENCH_N) -manager=$(BIN)/manager -figures=$$dir/scale.json | tee $$dir/scale.txt; \
-	$(BIN)/gauntlet bench table --out $$dir --commit $$(git rev-parse --short HEAD) $$dir/unit.txt $$dir/sim.txt --figures $$dir/scale.json; \
+	echo "bench: an explore campaign over the reference operator's CRD (budget $(BENCH_EXPLORE_BUDGET))"; \
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet explore -f suites/view/scenarios \
+	  --base status-conflicts-during-scale-up --seed 1 --sequences 8 --budget $(BENCH_EXPLORE_BUDGET) \
+	  --skip-field spec.deletionPolicy --report $$dir/explore || test -f $$dir/explore/figures.json; \
+	$(BIN)/gauntlet bench table --out $$dir --commit $$(git rev-parse --short HEAD) $$dir/unit.txt $$dir/sim.txt --figures $$dir/scale.json --figures $$dir/explore/figures.json; \
 	cat $$dir/BENCHMARKS.md; \
 	echo "compare with the committed table: $(BIN)/gauntlet bench compare docs/BENCHMARKS.md $$dir"; \
 	echo "make it the committed table: cp $$dir/BENCHMARKS.md $$dir/benchmarks.json docs/"

@@ -111,6 +111,9 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		for _, st := range seq {
 			covered[st.Field()] = true
 		}
+		if x.AllCoveredAfter == 0 && len(covered) == len(x.Fields) {
+			x.AllCoveredAfter = time.Since(start)
+		}
 		if err := write(rep, o.Artifacts); err != nil {
 			return rep, x, err
 		}

@@ -35,6 +35,9 @@ type Campaign struct {
 	Covered  []string  `json:"covered"`
 	Runs     int       `json:"runs"`
 	Findings []Finding `json:"findings,omitempty"`
+	// AllCoveredAfter is how long the campaign took to change every
+	// field it generated for (0: it did not).
+	AllCoveredAfter time.Duration `json:"allCoveredAfter,omitempty"`
 	// Took is the campaign's time; StepsPerMinute its pace.
 	Took           time.Duration `json:"took"`
 	StepsPerMinute float64       `json:"stepsPerMinute"`
@@ -73,6 +76,9 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
 	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
 	fmt.Fprintf(&b, "- fields: %d generated for, %d changed by some run: %s\n", len(x.Fields), len(x.Covered), strings.Join(x.Covered, ", "))
+	if x.AllCoveredAfter > 0 {
+		fmt.Fprintf(&b, "- every field changed by some run after %s\n", x.AllCoveredAfter.Round(time.Second))
+	}
 	if len(x.Skipped) > 0 {
 		fmt.Fprintf(&b, "- not generated for: %s\n", strings.Join(x.Skipped, ", "))
 	}

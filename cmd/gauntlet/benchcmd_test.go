@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bench"
 )
 
@@ -55,4 +57,32 @@ func TestBenchTableAndCompare(t *testing.T) {
 	code, _, errOut = gauntlet("bench", "table", "--out", filepath.Join(dir, "c"), empty)
 	g.Expect(code).To(Equal(1))
 	g.Expect(errOut).To(ContainSubstring("holds no benchmark result"))
+}
+
+// A campaign's figures say how many fields it changed against how many
+// it generated for, and how soon it changed them all (or that it did not).
+func TestExploreFigures(t *testing.T) {
+	g := NewWithT(t)
+	x := &report.Campaign{Base: "base", Seed: 1, Fields: []string{"spec.a", "spec.b"}, Covered: []string{"spec.a", "spec.b"},
+		AllCoveredAfter: 90 * time.Second, Took: 3 * time.Minute, Runs: 9, StepsPerMinute: 4}
+	figs := exploreFigures(x)
+	byName := map[string]bench.Figure{}
+	for _, f := range figs {
+		byName[f.Name] = f
+	}
+	covered := byName["explore: fields changed by some run"]
+	g.Expect(covered.Value).To(Equal(2.0))
+	met, ok := covered.Met()
+	g.Expect(ok && met).To(BeTrue())
+	all := byName["explore: time to change every field"]
+	g.Expect(all.Value).To(Equal(1.5))
+	met, _ = all.Met()
+	g.Expect(met).To(BeTrue(), "within 30 minutes")
+	g.Expect(byName["explore: findings"].Value).To(Equal(0.0))
+
+	x.Covered, x.AllCoveredAfter = x.Covered[:1], 0
+	all = exploreFigures(x)[1]
+	met, _ = all.Met()
+	g.Expect(met).To(BeFalse(), "not every field: the goal is not met")
+	g.Expect(all.Note).To(ContainSubstring("not every field"))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bench"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
@@ -84,6 +87,9 @@ func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.R
 	prog.Clear()
 	if x != nil {
 		_, _ = fmt.Fprint(stdout, x.Summary(f.loaded.OperatorFile, false))
+		if werr := bench.WriteFigures(filepath.Join(f.o.Artifacts, "figures.json"), exploreFigures(x)); werr != nil {
+			err = errors.Join(err, werr)
+		}
 	}
 	if rep != nil {
 		_, _ = fmt.Fprintf(stdout, "report: %s\n", filepath.Join(f.o.Artifacts, htmlreport.FileName))
@@ -95,4 +101,25 @@ func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.R
 		return errFailedRun
 	}
 	return nil
+}
+
+// exploreFigures are a campaign's figures for gauntlet bench table (make
+// bench): fields covered and how soon, pace, runs and findings.
+func exploreFigures(x *report.Campaign) []bench.Figure {
+	note := fmt.Sprintf("from %s, seed %d", x.Base, x.Seed)
+	all := bench.Figure{Name: "explore: time to change every field", Value: x.AllCoveredAfter.Minutes(), Unit: "min",
+		Better: bench.LowerIsBetter, Goal: &bench.Goal{Value: 30, Source: "issue 26"}, Note: note}
+	if x.AllCoveredAfter == 0 {
+		all.Value, all.Note = x.Took.Minutes(), note+"; not every field in this campaign"
+		all.Goal = &bench.Goal{Value: 0, Source: "issue 26: every field"}
+	}
+	return []bench.Figure{
+		{Name: "explore: fields changed by some run", Value: float64(len(x.Covered)), Unit: "fields", Better: bench.HigherIsBetter,
+			Goal: &bench.Goal{Value: float64(len(x.Fields)), Source: "issue 26: every field generated for"}, Note: note},
+		all,
+		{Name: "explore: steps per minute", Value: x.StepsPerMinute, Unit: "steps/min", Better: bench.HigherIsBetter, Note: note},
+		{Name: "explore: runs", Value: float64(x.Runs), Unit: "runs", Better: bench.HigherIsBetter, Note: note},
+		{Name: "explore: findings", Value: float64(len(x.Findings) + len(x.VersionSkews)), Unit: "findings", Better: bench.LowerIsBetter,
+			Goal: &bench.Goal{Value: 0, Source: "issue 26: the unmodified operator"}, Note: note},
+	}
 }
