@@ -17,12 +17,13 @@ ETCD_UPGRADE_FROM      ?= v3.6.15
 # The S3-compatible server the backup tests store into (built from its module).
 VERSITYGW_VERSION      ?= v1.8.0
 # The kind node image built offline (tools/images/node) and the kind config.
-# Its Kubernetes version is KIND_NODE_VERSION, or KUBERNETES_VERSION when
-# that is given on make's command line (make node-image
-# KUBERNETES_VERSION=1.37.2); the leading v is optional. build.sh
+# Its Kubernetes version is the tag of a NODE_IMAGE=gauntlet.dev/kind-node:<v>
+# given here, else KUBERNETES_VERSION when that is given on make's command
+# line (make node-image KUBERNETES_VERSION=1.37.2), else KIND_NODE_VERSION;
+# the leading v is optional. build.sh
 # --versions lists the versions it builds.
 KIND_NODE_VERSION      ?= v1.35.4
-NODE_K8S_VERSION       := v$(patsubst v%,%,$(if $(filter command line,$(origin KUBERNETES_VERSION)),$(KUBERNETES_VERSION),$(KIND_NODE_VERSION)))
+NODE_K8S_VERSION       := v$(patsubst v%,%,$(or $(patsubst gauntlet.dev/kind-node:%,%,$(filter gauntlet.dev/kind-node:%,$(NODE_IMAGE))),$(if $(filter command line,$(origin KUBERNETES_VERSION)),$(KUBERNETES_VERSION),$(KIND_NODE_VERSION))))
 NODE_IMAGE             ?= gauntlet.dev/kind-node:$(NODE_K8S_VERSION)
 # MULTI_NODE=1 takes the multi-node cluster (a control plane and three
 # workers, for the node-loss scenario) in the e2e and chaos tiers. The

@@ -89,6 +89,15 @@ fi
 HELPER_IMAGE=gauntlet.dev/local-path-helper:${DEBIAN_SUITE}
 LOCALPATH_IMAGE=gauntlet.dev/local-path-provisioner:${LOCALPATH_VERSION}
 NODE_IMAGE=${NODE_IMAGE:-gauntlet.dev/kind-node:${K8S_VERSION}}
+# A NODE_IMAGE from the environment names the output; one tagged for
+# another Kubernetes version would get this version's image under it.
+case $NODE_IMAGE in
+gauntlet.dev/kind-node:v*)
+  if [ "${NODE_IMAGE#gauntlet.dev/kind-node:}" != "$K8S_VERSION" ]; then
+    echo "error: NODE_IMAGE=$NODE_IMAGE names another version than the $K8S_VERSION this build makes" >&2
+    exit 2
+  fi ;;
+esac
 
 # ---- build environment ------------------------------------------------------------------
 BIN=$REPO/bin/node
