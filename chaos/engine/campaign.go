@@ -53,10 +53,14 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 	if c.e.refusable == nil {
 		c.e.refusable = map[string][]string{}
 	}
-	c.e.refusable[name] = fields
+	c.e.refusable[name] = setBy(seq)
 	if fault != nil {
 		s.Spec.Fault = *fault
 		s.Spec.Assertions.SameAsFresh = false
+		if fault.Action == scenario.ActionKillAfterWrite || fault.Restart {
+			// The fault's own kill.
+			s.Spec.Assertions.OperatorRestarts = 1
+		}
 		s.Metadata.Description += ", under " + fault.Describe()
 		if fault.Target == operatorRole {
 			roles := maps.Clone(s.Spec.Roles)

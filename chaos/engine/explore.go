@@ -231,7 +231,7 @@ func verdictOf(res *report.Result) (oracle, what string) {
 func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
 	oracle, what = verdictOf(res)
 	if oracle == "settles" {
-		if cond := namedInCondition(res.Conditions, fieldsOf(seq)); cond != "" {
+		if cond := namedInCondition(res.Conditions, setBy(seq)); cond != "" {
 			return "", "refused by the operator, in its " + cond
 		}
 	}
@@ -307,6 +307,19 @@ func fieldsOf(seq []explore.Step) []string {
 	var out []string
 	for _, st := range seq {
 		out = append(out, st.Field())
+	}
+	return out
+}
+
+// setBy are the fields a sequence set, for the refusal oracle: each
+// step's field and, where a step built its field's parent whole, that
+// parent (a condition may name a sibling the step filled in).
+func setBy(seq []explore.Step) []string {
+	out := fieldsOf(seq)
+	for _, st := range seq {
+		if st.Leaf != nil {
+			out = append(out, strings.Join(st.Path, "."))
+		}
 	}
 	return out
 }

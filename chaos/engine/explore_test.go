@@ -139,6 +139,7 @@ func TestCampaignUnderFault(t *testing.T) {
 	g.Expect(s.Spec.Roles[operatorRole]).To(Equal(scenario.Role{Operator: true}))
 	g.Expect(base.Spec.Roles).NotTo(HaveKey(operatorRole), "the base is left as it was")
 	g.Expect(s.Metadata.Description).To(HaveSuffix(", under kill-after-write on operator"))
+	g.Expect(s.Spec.Assertions.OperatorRestarts).To(Equal(1), "the fault's own kill")
 
 	file, err := e.writeFinding(t.TempDir(), base, s, "twin: end state equals the fault-free twin's", "differs")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -149,6 +150,18 @@ func TestCampaignUnderFault(t *testing.T) {
 	got := set.Scenarios[0].Spec
 	g.Expect(got.Fault).To(Equal(*fault))
 	g.Expect(got.Assertions.SameAsFresh).To(BeFalse())
+	g.Expect(got.Assertions.OperatorRestarts).To(Equal(1))
+}
+
+// A condition that names a sibling the step built with its field's new
+// parent is the operator refusing what the step set.
+func TestSetBy(t *testing.T) {
+	g := NewWithT(t)
+	seq := []explore.Step{{Path: []string{"spec", "restoreFrom"}, Leaf: []string{"spec", "restoreFrom", "s3", "prefix"}}, {Path: []string{"spec", "replicas"}}}
+	g.Expect(setBy(seq)).To(Equal([]string{"spec.restoreFrom.s3.prefix", "spec.replicas", "spec.restoreFrom"}))
+	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.restoreFrom.s3.credentialsSecret: Secret "explore" does not exist`}}
+	g.Expect(namedInCondition(conds, setBy(seq))).NotTo(BeEmpty())
+	g.Expect(namedInCondition(conds, fieldsOf(seq))).To(BeEmpty())
 }
 
 // The seed draws which sequences run under a fault: never a single step,

@@ -77,6 +77,9 @@ func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) 
 	}
 	a := s.Spec.Assertions
 	assertions := map[string]any{"truthfulStatus": a.TruthfulStatus, "stableFor": a.StableFor.Duration.String()}
+	if a.OperatorRestarts > 0 {
+		assertions["operatorRestarts"] = a.OperatorRestarts
+	}
 	if a.SameAsFresh {
 		assertions["sameAsFresh"] = true
 	}
