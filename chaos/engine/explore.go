@@ -66,7 +66,10 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return nil, nil, err
 	}
 	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed}
-	steps := generate(x, versions[0].spec, obj, o.SkipFields)
+	steps, err := generate(x, versions[0].spec, obj, o.SkipFields)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the %s CRD's schema of spec (version %s): %w", obj.GetKind(), versions[0].name, err)
+	}
 	admitted, err := e.admitted(ctx, base, obj, steps, versions, x)
 	if err != nil {
 		return nil, nil, err
@@ -131,7 +134,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 // generate lists the steps to try: for each field of the spec's schema
 // the campaign does not skip, each candidate value, inside new parents
 // where obj lacks them.
-func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) []explore.Step {
+func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) ([]explore.Step, error) {
 	fields, skipped := explore.Fields(specSchema)
 	x.Skipped = skipped
 	var steps []explore.Step
@@ -147,7 +150,11 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 			steps = append(steps, explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing))
 		}
 	}
-	return steps
+	if len(x.Fields) == 0 {
+		return nil, fmt.Errorf("no field to set (%s): a spec with x-kubernetes-preserve-unknown-fields and no properties has no structure to generate from",
+			strings.Join(x.Skipped, "; "))
+	}
+	return steps, nil
 }
 
 func exploreDefaults(o ExploreOptions) ExploreOptions {

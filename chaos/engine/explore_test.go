@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -270,4 +271,13 @@ func TestCampaignAtCreation(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	size, _, _ = unstructured.NestedString(replay.Object, "spec", "storage", "size")
 	g.Expect(size).To(Equal("3Gi"), "the finding's resource is the one the run created")
+}
+
+// A spec whose schema has no structure gives explore nothing to set,
+// and it says why before the campaign starts.
+func TestGenerateNeedsStructure(t *testing.T) {
+	g := NewWithT(t)
+	free := &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	_, err := generate(&report.Campaign{}, free, &unstructured.Unstructured{Object: map[string]any{}}, nil)
+	g.Expect(err).To(MatchError(ContainSubstring("no field to set (spec (an object whose keys have no schema))")))
 }
