@@ -45,11 +45,15 @@ for patch in suites/bugs/*.patch; do
     echo "| $v | error (exit $rc) | - | - | - | - |" >> "$table"
     continue
   fi
+  # Fields split on |, which no field holds: a tab is whitespace to read,
+  # and two tabs around an empty field would be one.
   row=$(jq -r '[.runs, (.findings // [] | length),
-      (.findings[0].oracle // "-"), ((.findings[0].shrunk // []) | join(", then ")),
-      (if (.findings // [] | length) > 0 then ((.findings[0].after / 1e9) | floor | tostring) + "s" else "-" end)] | @tsv' "$report/explore.json")
-  IFS=$'\t' read -r runs found oracle shrunk after <<<"$row"
-  echo "| $v | $([[ $found -gt 0 ]] && echo yes || echo no) | $oracle | ${shrunk:--} | $after | $runs |" >> "$table"
+      (.findings[0].oracle // "-"),
+      (if (.findings // [] | length) == 0 then "-" else ((.findings[0].shrunk // []) | join(", then ") | if . == "" then "no step: the resource as it is" else . end) end),
+      (if (.findings // [] | length) > 0 then ((.findings[0].after / 1e9) | floor | tostring) + "s" else "-" end)]
+      | map(tostring | gsub("[|]"; "/")) | join("|")' "$report/explore.json")
+  IFS='|' read -r runs found oracle shrunk after <<<"$row"
+  echo "| $v | $([[ $found -gt 0 ]] && echo yes || echo no) | $oracle | $shrunk | $after | $runs |" >> "$table"
   echo ">> $(date +%H:%M:%S) bug variant $v: $([[ $found -gt 0 ]] && echo "found ($oracle) after $after" || echo "nothing found") in $(( $(date +%s) - start ))s"
 done
 cat "$table"
