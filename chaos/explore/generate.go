@@ -278,14 +278,26 @@ func Under(spec *apiextensionsv1.JSONSchemaProps, s Step, missing int) Step {
 	}
 	v := s.Value
 	for i := len(s.Path) - 2; i >= top; i-- {
-		obj, _ := Minimal(s.Path[i], schemas[i]).(map[string]any)
-		if obj == nil {
-			obj = map[string]any{}
-		}
+		obj := minimalParent(schemas[i], s.Path[i+1])
 		obj[s.Path[i+1]] = v
 		v = obj
 	}
 	return Step{Path: s.Path[:top+1], Value: v, Leaf: s.Path, LeafValue: s.Value}
+}
+
+// minimalParent is the smallest object around a property child: its
+// required properties, each Minimal. One with rules but no required
+// property gets child alone (Minimal would add its first property,
+// which a rule such as "exactly one of" refuses beside child).
+func minimalParent(s *apiextensionsv1.JSONSchemaProps, child string) map[string]any {
+	obj := map[string]any{}
+	for _, n := range s.Required {
+		if n != child {
+			p := s.Properties[n]
+			obj[n] = Minimal(n, &p)
+		}
+	}
+	return obj
 }
 
 // Minimal is a first value for a field named name: its first enum member

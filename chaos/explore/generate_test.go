@@ -151,11 +151,16 @@ func TestUnder(t *testing.T) {
 	g.Expect(s.Value).To(Equal(map[string]any{
 		"schedule":    "0 * * * *",
 		"destination": map[string]any{"s3": map[string]any{"bucket": "explore", "endpoint": "https://explore.example.com"}},
-		"retention":   map[string]any{"count": int64(1), "maxAge": "2h"},
-	}))
+		"retention":   map[string]any{"maxAge": "2h"},
+	}), "retention requires nothing; its rule wants one of count or maxAge, which the step sets")
 	g.Expect(s.Field()).To(Equal("spec.backup.retention.maxAge"))
 	g.Expect(s.String()).To(Equal("spec.backup.retention.maxAge=2h (in a new spec.backup)"))
 	g.Expect(s.Patch()).To(HaveKeyWithValue("spec", HaveKey("backup")))
+
+	// "exactly one of s3 or volume": the step's own property, not the
+	// first one besides it.
+	s = Under(backupSchema(), Step{Path: []string{"spec", "backup", "destination", "volume", "claimName"}, Value: "snaps"}, 3)
+	g.Expect(s.Value).To(HaveKeyWithValue("destination", map[string]any{"volume": map[string]any{"claimName": "snaps"}}))
 
 	plain := Step{Path: []string{"spec", "replicas"}, Value: int64(3)}
 	g.Expect(Under(backupSchema(), plain, 0)).To(Equal(plain), "nothing missing, nothing built")
