@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +155,9 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 	res := c.run(ctx, name, seq, fault, ScenarioSeed(c.o.Seed, i), c.o.Artifacts)
 	x.Runs++
 	oracle, what := classify(res, seq)
+	if oracle == "" && res.Verdict() == report.Failed && strings.HasPrefix(what, "refused") {
+		res.Refused = what
+	}
 	c.e.logf("%s (%s): %s", name, res.Description, what)
 	if oracle != "" {
 		f := c.finding(ctx, name, seq, fault, oracle, what)

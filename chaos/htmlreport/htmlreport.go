@@ -35,8 +35,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 type view struct {
 	Report              *report.Report
 	Passed, Failed, Skp int
-	Took                time.Duration
-	Scenarios           []scenarioView
+	// Refused are explore runs the operator refused, saying why.
+	Refused   int
+	Took      time.Duration
+	Scenarios []scenarioView
 }
 
 type scenarioView struct {
@@ -67,6 +69,8 @@ func Render(rep *report.Report, dir string) ([]byte, error) {
 			v.Passed++
 		case report.Failed:
 			v.Failed++
+		case report.Refused:
+			v.Refused++
 		default:
 			v.Skp++
 		}

@@ -123,7 +123,9 @@ func TestRenderCampaign(t *testing.T) {
 	g := NewWithT(t)
 	rep := report.NewReport(1, "envtest")
 	run := &report.Result{Run: &report.Run{Scenario: "explore-3", Seed: 1}, Description: "explore: spec.replicas=2, then spec.image=x"}
-	rep.Results = []*report.Result{run}
+	refused := &report.Result{Run: &report.Run{Scenario: "explore-4", Seed: 1, Errors: []string{"not converged"}},
+		Refused: "refused by the operator, in its Progressing condition (False): spec.resources.claims: Forbidden"}
+	rep.Results = []*report.Result{run, refused}
 	rep.Campaign = &report.Campaign{Base: "base", Seed: 1, Runs: 1, Fields: []string{"spec.image", "spec.replicas"}, Covered: []string{"spec.image"},
 		Follows:  []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
 		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"}}}
@@ -136,4 +138,7 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring("<code>spec.image → StatefulSet/db spec.template.spec.containers[0].image</code>"))
 	g.Expect(html).To(ContainSubstring(`<a href="#explore-3">explore-3</a> broke <b>consistency: x</b>`))
 	g.Expect(html).To(ContainSubstring(`<p class="meta">explore: spec.replicas=2, then spec.image=x</p>`), "each run's steps under its heading")
+	g.Expect(html).To(ContainSubstring(`<span class="refused">1 refused by the operator, saying why</span>`))
+	g.Expect(html).To(ContainSubstring(`<span class="badge refused">refused</span>`))
+	g.Expect(html).To(ContainSubstring(`0 failed`), "a refusal the oracle allows is no failure")
 }

@@ -20,6 +20,9 @@ const (
 	Passed  = "passed"
 	Failed  = "failed"
 	Skipped = "skipped"
+	// Refused is an explore run whose spec the operator refused and said
+	// why (the refusal oracle's pass): it did not converge, rightly.
+	Refused = "refused"
 )
 
 // Result is one scenario's run, figures and verdict.
@@ -41,6 +44,9 @@ type Result struct {
 	Twin *TwinDiff `json:"twin,omitempty"`
 	// Description is what the scenario's file says it does.
 	Description string `json:"description,omitempty"`
+	// Refused, on an explore run that did not converge, says where the
+	// operator refused its spec and said why.
+	Refused string `json:"refused,omitempty"`
 	// Conditions are the resource's status conditions as the run last
 	// read them.
 	Conditions []Condition `json:"conditions,omitempty"`
@@ -62,6 +68,8 @@ func (r *Result) Verdict() string {
 	switch {
 	case r.Skipped != "":
 		return Skipped
+	case r.Refused != "":
+		return Refused
 	case r.Failed() || len(r.Violations) > 0:
 		return Failed
 	}
@@ -209,6 +217,8 @@ func (r *Report) Summary() string {
 		switch res.Verdict() {
 		case Skipped:
 			fmt.Fprintf(&b, "\n**%s skipped:** %s\n", res.Scenario, res.Skipped)
+		case Refused:
+			fmt.Fprintf(&b, "\n**%s refused:** %s\n", res.Scenario, res.Refused)
 		case Failed:
 			fmt.Fprintf(&b, "\n**%s failed** (replay with seed %d; evidence in %s):\n", res.Scenario, res.Seed, res.Artifacts)
 			for _, e := range append(append([]string(nil), res.Errors...), res.Violations...) {
@@ -259,6 +269,9 @@ func (r *Report) writeJUnit(path string) error {
 		}
 		fig, _ := json.MarshalIndent(res.Figures, "", " ")
 		c.Output = fmt.Sprintf("seed %d, %s on %v\n%s", res.Seed, res.Experiment, res.Targets, fig)
+		if res.Refused != "" {
+			c.Output = "refused, as the refusal oracle allows: " + res.Refused + "\n" + c.Output
+		}
 		s.Cases = append(s.Cases, c)
 	}
 	b, err := xml.MarshalIndent(s, "", "  ")
