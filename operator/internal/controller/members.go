@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -93,6 +94,31 @@ func podReadiness(pods []corev1.Pod) map[string]bool {
 		ready[p.Name] = p.DeletionTimestamp.IsZero() && isPodReady(&p)
 	}
 	return ready
+}
+
+// podTrouble says why a member's pod cannot run, when its containers say
+// so and the spec can fix it: an image that cannot be pulled names
+// spec.image, a container that keeps crashing says so. It is "" for a pod
+// that is merely starting, or not there.
+func podTrouble(pods []corev1.Pod, name string) string {
+	for _, p := range pods {
+		if p.Name != name {
+			continue
+		}
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			w := cs.State.Waiting
+			if w == nil {
+				continue
+			}
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+				return fmt.Sprintf("its container %s cannot pull image %q (%s); check spec.image", cs.Name, cs.Image, w.Reason)
+			case "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError":
+				return fmt.Sprintf("its container %s is in %s", cs.Name, w.Reason)
+			}
+		}
+	}
+	return ""
 }
 
 func isPodReady(p *corev1.Pod) bool {

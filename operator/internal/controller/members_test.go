@@ -87,3 +87,20 @@ func TestMemberEndpointIsThePodsCurrentAddress(t *testing.T) {
 	p.Status.PodIP = "fd00::7"
 	g.Expect(memberEndpoint(c, p, builders.Options{})).To(Equal("http://[fd00::7]:2379"))
 }
+
+// A member that cannot pull its image says which and names spec.image; a
+// crashing one says so; one merely starting says nothing.
+func TestPodTrouble(t *testing.T) {
+	g := NewWithT(t)
+	waiting := func(name, reason string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", Image: "explore",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}
+		return p
+	}
+	pods := []corev1.Pod{waiting("db-0", "ContainerCreating"), waiting("db-1", "ImagePullBackOff"), waiting("db-2", "CrashLoopBackOff")}
+	g.Expect(podTrouble(pods, "db-1")).To(Equal(`its container etcd cannot pull image "explore" (ImagePullBackOff); check spec.image`))
+	g.Expect(podTrouble(pods, "db-2")).To(Equal("its container etcd is in CrashLoopBackOff"))
+	g.Expect(podTrouble(pods, "db-0")).To(BeEmpty(), "starting")
+	g.Expect(podTrouble(pods, "db-3")).To(BeEmpty(), "not there")
+}

@@ -44,7 +44,11 @@ func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, er
 	done := total - len(outdated)
 	for _, m := range s.members {
 		if !m.Healthy || m.Learner {
-			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: %s is not healthy", done, total, m.Name))
+			why := ""
+			if t := podTrouble(s.pods, m.Name); t != "" {
+				why = ": " + t
+			}
+			s.waitFor(dbv1.ReasonRollingUpdate, fmt.Sprintf("rolling update paused at %d of %d members: %s is not healthy%s", done, total, m.Name, why))
 			return ctrl.Result{RequeueAfter: MembershipRecheckInterval}, nil
 		}
 	}
