@@ -154,6 +154,12 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 	name := fmt.Sprintf("explore-%d", i+1)
 	res := c.run(ctx, name, seq, fault, ScenarioSeed(c.o.Seed, i), c.o.Artifacts)
 	x.Runs++
+	if ctx.Err() != nil {
+		// Interrupted (the budget's context, a signal): what it saw last
+		// is no verdict on the operator.
+		c.e.logf("%s (%s): interrupted, not judged", name, res.Description)
+		return res
+	}
 	oracle, what := classify(res, seq)
 	if oracle == "" && res.Verdict() == report.Failed && strings.HasPrefix(what, "refused") {
 		res.Refused = what

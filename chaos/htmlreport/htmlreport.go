@@ -26,7 +26,15 @@ const FileName = "report.html"
 var pageTemplate string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dur":   report.FormatDuration,
+	"dur": report.FormatDuration,
+	// short cuts a long text (a finding's last observed status) to a
+	// line or two; the run's own section has it whole.
+	"short": func(s string) string {
+		if r := []rune(s); len(r) > 280 {
+			return string(r[:280]) + "… (whole under the run)"
+		}
+		return s
+	},
 	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(pageTemplate))

@@ -127,8 +127,9 @@ func TestRenderCampaign(t *testing.T) {
 		Refused: "refused by the operator, in its Progressing condition (False): spec.resources.claims: Forbidden"}
 	rep.Results = []*report.Result{run, refused}
 	rep.Campaign = &report.Campaign{Base: "base", Seed: 1, Runs: 1, Fields: []string{"spec.image", "spec.replicas"}, Covered: []string{"spec.image"},
-		Follows:  []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
-		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"}}}
+		Follows: []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
+		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"},
+			{Scenario: "explore-5", Oracle: "settles", What: "gave up; status " + strings.Repeat("x", 400), Shrunk: []string{"spec.replicas=9"}, File: "findings/explore-5.yaml"}}}
 	b, err := Render(rep, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	html := string(b)
@@ -141,4 +142,6 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring(`<span class="refused">1 refused by the operator, saying why</span>`))
 	g.Expect(html).To(ContainSubstring(`<span class="badge refused">refused</span>`))
 	g.Expect(html).To(ContainSubstring(`0 failed`), "a refusal the oracle allows is no failure")
+	g.Expect(html).To(ContainSubstring("… (whole under the run)"), "a long finding is cut in the summary")
+	g.Expect(html).NotTo(ContainSubstring(strings.Repeat("x", 300)))
 }
