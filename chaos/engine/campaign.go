@@ -200,7 +200,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 	if fault != nil {
 		f.Fault = fault.Describe()
 	}
-	file, err := e.writeFinding(o.Artifacts, c.base, c.scenario(name, shrunk, fault), oracle, what)
+	file, err := e.writeFinding(o.Artifacts, c.scenario(name, shrunk, fault), oracle, what)
 	if err != nil {
 		f.File = "not written: " + err.Error()
 		return f

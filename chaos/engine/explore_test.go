@@ -58,7 +58,7 @@ func TestWriteFindingLoads(t *testing.T) {
 		{Path: []string{"spec", "replicas"}, Value: int64(9)}, {Path: []string{"spec", "image"}, Value: "x"}})
 	follow := scenario.Follow{Field: "spec.image", Object: "StatefulSet/demo", Path: "spec.template.spec.containers[0].image"}
 	s.Spec.Assertions.Follows = []scenario.Follow{follow}
-	file, err := e.writeFinding(dir, base, s, "differential", "differs")
+	file, err := e.writeFinding(dir, s, "differential", "differs")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(file).To(Equal(filepath.Join(dir, "findings", "explore-7.yaml")))
 	_, err = os.Stat(filepath.Join(dir, "findings", "explore-7-resource.yaml"))
@@ -142,7 +142,7 @@ func TestCampaignUnderFault(t *testing.T) {
 	g.Expect(s.Metadata.Description).To(HaveSuffix(", under kill-after-write on operator"))
 	g.Expect(s.Spec.Assertions.OperatorRestarts).To(Equal(1), "the fault's own kill")
 
-	file, err := e.writeFinding(t.TempDir(), base, s, "twin: end state equals the fault-free twin's", "differs")
+	file, err := e.writeFinding(t.TempDir(), s, "twin: end state equals the fault-free twin's", "differs")
 	g.Expect(err).NotTo(HaveOccurred())
 	b, _ := os.ReadFile(file)
 	g.Expect(string(b)).NotTo(ContainSubstring("0s"), "unset durations are left out")
@@ -263,7 +263,7 @@ func TestCampaignAtCreation(t *testing.T) {
 	b, _ := os.ReadFile(e.o.Set.Files[base.Metadata.Name])
 	g.Expect(string(b)).NotTo(ContainSubstring("3Gi"), "the base is left as it was")
 
-	file, err := e.writeFinding(dir, base, s, "settles", "stuck")
+	file, err := e.writeFinding(dir, s, "settles", "stuck")
 	g.Expect(err).NotTo(HaveOccurred())
 	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -15,7 +15,7 @@ import (
 // writeFinding writes the shrunk sequence as a scenario file beside a
 // copy of the base resource's manifest, under dir/findings, laid out as
 // a person writes one.
-func (e *Engine) writeFinding(dir string, base *scenario.Scenario, s *scenario.Scenario, oracle, what string) (string, error) {
+func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what string) (string, error) {
 	name := s.Metadata.Name
 	out := filepath.Join(dir, "findings")
 	if err := os.MkdirAll(out, 0o755); err != nil {
