@@ -203,6 +203,15 @@ test-explore: gauntlet envtest-bins ## Explore tier: a short campaign of spec ch
 	  --skip-field spec.deletionPolicy --report $(ARTIFACTS)/explore && \
 	echo ">> explore campaign passed in $$(( $$(date +%s) - start ))s"
 
+.PHONY: test-explore-shards
+test-explore-shards: gauntlet envtest-bins docker-engine $(NODE_IMAGE_DEP) ## The explore campaign as 2 shards of an Indexed Job on a kind cluster made for it, merged into one report; a finding or a shard without results fails it.
+	@mkdir -p $(ARTIFACTS)
+	@start=$$(date +%s); \
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet explore -f suites/view/scenarios \
+	  --base status-conflicts-during-scale-up --seed $(EXPLORE_SEED) --sequences 2 --budget 3m \
+	  --skip-field spec.deletionPolicy --shards 2 --kind --node-image $(NODE_IMAGE) --report $(ARTIFACTS)/explore-shards && \
+	echo ">> sharded explore campaign passed in $$(( $$(date +%s) - start ))s"
+
 .PHONY: test-view-bugs
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/view-bugs.sh $(ARTIFACTS)/view-bugs

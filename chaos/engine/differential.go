@@ -39,11 +39,11 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 	e.logf("%s: a fresh resource with the spec it ended with, to compare", s.Metadata.Name)
 	freshRes, freshEnd := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh"), true)
 	if freshRes.Verdict() != report.Passed || freshEnd == nil {
-		return unjudged(freshRes, "the fresh resource with the final spec", start), nil
+		return freshUnjudged(freshRes, "the fresh resource with the final spec", s.Metadata.Name, start), nil
 	}
 	if !e.calibrated {
 		if again := e.calibrate(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), freshEnd); again != nil {
-			return unjudged(again, "the second fresh resource", start), nil
+			return freshUnjudged(again, "the second fresh resource", s.Metadata.Name, start), nil
 		}
 	}
 	check, diff := compareFresh(freshEnd, end, e.noise)
@@ -125,6 +125,18 @@ func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint6
 	e.learnNoise(first, again)
 	e.calibrated = true
 	return nil
+}
+
+// freshUnjudged is the result of a run whose fresh resource did not pass:
+// its end state cannot be judged against it. It is reported under the
+// run's name, which the campaign's findings link to.
+func freshUnjudged(fresh *report.Result, which, name string, start time.Time) *report.Result {
+	fresh.Took = time.Since(start)
+	fresh.Errors = append([]string{which + " did not pass, so the run's end state cannot be judged against it"}, fresh.Errors...)
+	if fresh.Run != nil {
+		fresh.Scenario = name
+	}
+	return fresh
 }
 
 // unjudged is the result of a scenario whose fault-free twin did not

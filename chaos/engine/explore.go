@@ -41,6 +41,11 @@ type ExploreOptions struct {
 	// the campaign leaves alone: values this environment cannot run
 	// (a final snapshot on envtest, where nothing runs in pods).
 	SkipFields []string
+	// Shard and Shards split the plan: this campaign runs the plan's
+	// sequences i with i mod Shards == Shard, the rest going to its
+	// siblings (same seed, same plan, same faults), whose campaigns
+	// report.MergeCampaigns joins. Shards 0 or 1 runs the whole plan.
+	Shard, Shards int
 	// Artifacts is the campaign's folder.
 	Artifacts string
 }
@@ -66,6 +71,9 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return nil, nil, err
 	}
 	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed}
+	if o.Shards > 1 {
+		x.Shard = fmt.Sprintf("%d/%d", o.Shard, o.Shards)
+	}
 	steps, err := generate(x, versions[0].spec, obj, o.SkipFields)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s CRD's schema of spec (version %s): %w", obj.GetKind(), versions[0].name, err)
@@ -99,9 +107,30 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())
-	covered := map[string]bool{}
-	steps = nil
+	steps, err = c.runPlan(ctx, plan, faults, x, rep, start)
+	if err != nil {
+		return rep, x, err
+	}
+	for _, f := range c.learned.follows(x.Fields) {
+		x.Follows = append(x.Follows, fmt.Sprintf("%s → %s %s", f.Field, f.Object, f.Path))
+	}
+	x.Covered = slices.Sorted(maps.Keys(x.CoveredAfter))
+	x.Took = time.Since(start)
+	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
+	rep.Campaign = x
+	return rep, x, c.save(rep, x)
+}
+
+// runPlan runs the shard's sequences of the plan until the budget is
+// spent, each under its fault (if any), noting when each field was first
+// changed, and returns the steps it ran.
+func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []*scenario.Fault, x *report.Campaign, rep *report.Report, start time.Time) ([]explore.Step, error) {
+	var steps []explore.Step
+	x.CoveredAfter = map[string]time.Duration{}
 	for i, seq := range plan {
+		if !c.o.mine(i) {
+			continue
+		}
 		if c.over(ctx, start, x, i, len(plan)) {
 			break
 		}
@@ -112,23 +141,18 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		rep.Results = append(rep.Results, c.try(ctx, i, seq, fault, x, start))
 		steps = append(steps, seq...)
 		for _, st := range seq {
-			covered[st.Field()] = true
+			if _, ok := x.CoveredAfter[st.Field()]; !ok {
+				x.CoveredAfter[st.Field()] = time.Since(start)
+			}
 		}
-		if x.AllCoveredAfter == 0 && len(covered) == len(x.Fields) {
+		if x.AllCoveredAfter == 0 && len(x.CoveredAfter) == len(x.Fields) {
 			x.AllCoveredAfter = time.Since(start)
 		}
-		if err := write(rep, o.Artifacts); err != nil {
-			return rep, x, err
+		if err := write(rep, c.o.Artifacts); err != nil {
+			return steps, err
 		}
 	}
-	for _, f := range c.learned.follows(x.Fields) {
-		x.Follows = append(x.Follows, fmt.Sprintf("%s → %s %s", f.Field, f.Object, f.Path))
-	}
-	x.Covered = slices.Sorted(maps.Keys(covered))
-	x.Took = time.Since(start)
-	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
-	rep.Campaign = x
-	return rep, x, c.save(rep, x)
+	return steps, nil
 }
 
 // generate lists the steps to try: for each field of the spec's schema
@@ -155,6 +179,11 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 			strings.Join(x.Skipped, "; "))
 	}
 	return steps, nil
+}
+
+// mine says whether the plan's i-th sequence is this shard's.
+func (o ExploreOptions) mine(i int) bool {
+	return o.Shards <= 1 || i%o.Shards == o.Shard
 }
 
 func exploreDefaults(o ExploreOptions) ExploreOptions {
@@ -304,7 +333,7 @@ func (r *run) refusedIn(u *unstructured.Unstructured) string {
 			gen = observed
 		}
 		if gen == 0 || gen >= u.GetGeneration() {
-			current = append(current, report.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+			current = append(current, reportCondition(c))
 		}
 	}
 	return namedInCondition(current, fields)

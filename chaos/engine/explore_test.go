@@ -281,3 +281,25 @@ func TestGenerateNeedsStructure(t *testing.T) {
 	_, err := generate(&report.Campaign{}, free, &unstructured.Unstructured{Object: map[string]any{}}, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("no field to set (spec (an object whose keys have no schema))")))
 }
+
+// TestShardsSplitThePlan: n shards run every sequence of the plan once.
+func TestShardsSplitThePlan(t *testing.T) {
+	ran := map[int]int{}
+	for k := range 3 {
+		for i := range 10 {
+			if (ExploreOptions{Shard: k, Shards: 3}).mine(i) {
+				ran[i]++
+			}
+		}
+	}
+	for i := range 10 {
+		if ran[i] != 1 {
+			t.Errorf("sequence %d ran in %d shards, want 1", i, ran[i])
+		}
+	}
+	for _, o := range []ExploreOptions{{}, {Shards: 1}} {
+		if !o.mine(7) {
+			t.Errorf("%+v leaves sequence 7 out; an unsharded campaign runs them all", o)
+		}
+	}
+}

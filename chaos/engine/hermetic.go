@@ -301,15 +301,22 @@ func tail(path string, n int) string {
 
 // build runs the Operator file's build command in its folder.
 func (e *Engine) build(ctx context.Context, argv []string, dir string, vars Vars) error {
+	return buildProcess(ctx, argv, dir, vars, nil, e.logf)
+}
+
+// buildProcess runs an Operator file's spec.process.build in dir, with
+// env added to this process's environment.
+func buildProcess(ctx context.Context, argv []string, dir string, vars Vars, env []string, logf func(string, ...any)) error {
 	start := time.Now()
 	args := vars.ExpandAll(argv)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("building the operator (%s in %s): %w\n%s", strings.Join(args, " "), dir, err, out)
 	}
-	e.logf("built the operator (%s) in %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
+	logf("built the operator (%s) in %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -11,17 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
-// workloadResources are the children whose readiness a status speaks of.
-var workloadResources = []schema.GroupVersionResource{
-	{Group: "apps", Version: "v1", Resource: "statefulsets"},
-	{Group: "apps", Version: "v1", Resource: "deployments"},
-}
+// workloadResources are the children whose readiness a status speaks of:
+// the first of childResources, StatefulSets and Deployments.
+var workloadResources = childResources[:2]
 
 // workloadState is what a workload child shows of its pods.
 type workloadState struct {
@@ -157,7 +154,12 @@ func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
 func reportConditions(u *unstructured.Unstructured) []report.Condition {
 	var out []report.Condition
 	for _, c := range conditionsOf(u) {
-		out = append(out, report.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		out = append(out, reportCondition(c))
 	}
 	return out
+}
+
+// reportCondition is a condition as a report records it.
+func reportCondition(c metav1.Condition) report.Condition {
+	return report.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 }

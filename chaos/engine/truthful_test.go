@@ -48,3 +48,14 @@ func TestWorkloadOf(t *testing.T) {
 	g.Expect(w).To(Equal(workloadState{name: "Deployment/mc", replicas: 1, ready: 1, updated: 1, generation: 3, observedGeneration: 3}), "replicas default to 1")
 	g.Expect(w.settled()).To(BeTrue())
 }
+
+func TestWorkloadResourcesAreWorkloads(t *testing.T) {
+	for _, gvr := range workloadResources {
+		if gvr.Group != "apps" {
+			t.Errorf("%s is among the workloads whose readiness a status speaks of; want StatefulSets and Deployments only", gvr)
+		}
+	}
+	if len(workloadResources) != 2 {
+		t.Errorf("%d workload kinds, want StatefulSets and Deployments", len(workloadResources))
+	}
+}

@@ -20,7 +20,7 @@ import (
 )
 
 // childResources are the kinds an operator's children are looked for in,
-// in the resource's namespace.
+// in the resource's namespace; the workloads (workloadResources) first.
 var childResources = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "statefulsets"},
 	{Group: "apps", Version: "v1", Resource: "deployments"},

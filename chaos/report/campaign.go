@@ -14,6 +14,11 @@ import (
 type Campaign struct {
 	Base string `json:"base"`
 	Seed uint64 `json:"seed"`
+	// Shard is "k/n" for one shard's campaign, which ran the plan's
+	// sequences i with i mod n == k; Shards is n for the campaign merged
+	// from them.
+	Shard  string `json:"shard,omitempty"`
+	Shards int    `json:"shards,omitempty"`
 	// Fields are the spec fields generated for; Skipped those not, with why.
 	Fields  []string `json:"fields"`
 	Skipped []string `json:"skipped,omitempty"`
@@ -31,10 +36,12 @@ type Campaign struct {
 	// value (spec.image → StatefulSet/demo spec.template...image), which
 	// the consistency oracle judged.
 	Follows []string `json:"follows,omitempty"`
-	// Covered are the fields some run changed.
-	Covered  []string  `json:"covered"`
-	Runs     int       `json:"runs"`
-	Findings []Finding `json:"findings,omitempty"`
+	// Covered are the fields some run changed; CoveredAfter says how
+	// long into the campaign each first was.
+	Covered      []string                 `json:"covered"`
+	CoveredAfter map[string]time.Duration `json:"coveredAfter,omitempty"`
+	Runs         int                      `json:"runs"`
+	Findings     []Finding                `json:"findings,omitempty"`
 	// AllCoveredAfter is how long the campaign took to change every
 	// field it generated for (0: it did not).
 	AllCoveredAfter time.Duration `json:"allCoveredAfter,omitempty"`

@@ -21,6 +21,7 @@ type exploreFlags struct {
 	runFlags
 	onKind bool
 	o      engine.ExploreOptions
+	s      shardFlags
 }
 
 func newExploreCmd() *cobra.Command {
@@ -43,12 +44,24 @@ replays.
 
 It runs on envtest by default (the operator as a process behind the API
 proxy, as its Operator file's spec.process says; no Docker), on kind with
---kind.`,
+--kind. With --shards n it runs as n shards of an Indexed Job on a
+cluster (a kind cluster made here, or --kubeconfig's): the same seed and
+plan, shard k taking the sequences i with i mod n == k on its own envtest
+in its pod, and one report merged from theirs.`,
 		Example: `  gauntlet explore -f suites/view/scenarios --seed 1
-  gauntlet explore -f my-operator/scenarios --base scale-up --budget 10m --kind`,
+  gauntlet explore -f my-operator/scenarios --base scale-up --budget 10m --kind
+  gauntlet explore -f suites/view/scenarios --seed 1 --shards 3 --kind --multi-node --budget 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.envtest = !f.onKind
+			sharded := f.s.shards > 0
+			if sharded {
+				// The coordinator runs no engine: its shards run envtest.
+				f.envtest = false
+			}
+			if err := f.s.validate(f); err != nil {
+				return err
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -61,6 +74,9 @@ proxy, as its Operator file's spec.process says; no Docker), on kind with
 			}
 			f.o.Artifacts = f.report
 			f.proxy = !f.o.NoFaults
+			if sharded {
+				return f.runShards(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			return withEngine(cmd.Context(), &f.runFlags, nil, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explore)
 		},
 	}
@@ -77,6 +93,7 @@ proxy, as its Operator file's spec.process says; no Docker), on kind with
 	fs.StringSliceVar(&f.o.SkipFields, "skip-field", nil, "a spec field (spec.a.b) to leave alone, with what is under it (repeat): a value this environment cannot run")
 	fs.BoolVar(&f.onKind, "kind", false, "run on a kind cluster the harness creates (or --kubeconfig) instead of envtest")
 	_ = fs.MarkHidden("envtest")
+	f.s.register(cmd)
 	return cmd
 }
 
@@ -96,6 +113,11 @@ func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.R
 	}
 	if err != nil {
 		return err
+	}
+	if f.s.publish {
+		// A shard's findings are the merged report's; its pod fails only
+		// when it could not run its share.
+		return publishShard(ctx, f.o.Artifacts)
 	}
 	if len(x.Findings) > 0 || len(x.VersionSkews) > 0 {
 		return errFailedRun

@@ -65,6 +65,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", "../../fixtures/scenarios/invalid/unknown-field.yaml"}, `unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`},
 		{[]string{"run", "-f", "../../chaos/scenario/testdata/reference/leader-partition.yaml"}, "no Operator file"},
 		{[]string{"run", "-f", "../../suites/chaos/scenarios", "--scenario", "nope"}, "--scenario \"nope\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
+		{[]string{"explore", "--shards", "1"}, "--shards 1: give 2 or more"},
+		{[]string{"explore", "--shards", "2"}, "--shards runs on a cluster: give --kind"},
+		{[]string{"explore", "--shards", "2", "--kind", "--parallel", "-1"}, "--parallel -1: give a positive number"},
+		{[]string{"explore", "--shards", "2", "--kind", "--shard-image", "x:1"}, "--shard-image is for --kubeconfig's cluster"},
+		{[]string{"explore", "--shards", "2", "--kind", "--shard-memory", "lots"}, `--shard-memory "lots"`},
+		{[]string{"explore", "--shard", "3/2"}, `--shard: shard "3/2": want k/n with 0 <= k < n`},
+		{[]string{"explore", "--publish"}, "--publish is for a shard's pod"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

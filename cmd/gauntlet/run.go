@@ -208,6 +208,9 @@ func (f *runFlags) validate() error {
 		}
 		return nil
 	}
+	if f.envtest {
+		return nil // no kind cluster to configure
+	}
 	if f.multiNode {
 		f.kindConfig = cluster.MultiNodeKindConfig
 	}
