@@ -143,5 +143,12 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring(`<span class="badge refused">refused</span>`))
 	g.Expect(html).To(ContainSubstring(`0 failed`), "a refusal the oracle allows is no failure")
 	g.Expect(html).To(ContainSubstring("… (whole under the run)"), "a long finding is cut in the summary")
+	g.Expect(html).NotTo(ContainSubstring("shards"), "an unsharded campaign says nothing of shards")
+
+	rep.Campaign.Shards, rep.Campaign.AllCoveredAfter = 3, 262*time.Second
+	b, err = Render(rep, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(ContainSubstring("run as <b>3 shards</b> of an Indexed Job"))
+	g.Expect(string(b)).To(ContainSubstring("(every one after 4m22s)"))
 	g.Expect(html).NotTo(ContainSubstring(strings.Repeat("x", 300)))
 }

@@ -82,6 +82,12 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Explore campaign (seed %d, from scenario %s)\n\n", x.Seed, x.Base)
 	fmt.Fprintf(&b, "- %d runs in %s, %.1f steps a minute\n", x.Runs, x.Took.Round(time.Second), x.StepsPerMinute)
+	if x.Shards > 0 {
+		fmt.Fprintf(&b, "- run as %d shards of an Indexed Job, side by side; their reports are under shard-<k>\n", x.Shards)
+	}
+	if x.Shard != "" {
+		fmt.Fprintf(&b, "- shard %s: the plan's sequences i with i mod n == k\n", x.Shard)
+	}
 	fmt.Fprintf(&b, "- fields: %d generated for, %d changed by some run: %s\n", len(x.Fields), len(x.Covered), strings.Join(x.Covered, ", "))
 	if x.AllCoveredAfter > 0 {
 		fmt.Fprintf(&b, "- every field changed by some run after %s\n", x.AllCoveredAfter.Round(time.Second))

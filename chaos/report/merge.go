@@ -84,6 +84,9 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 	}
 	slices.SortStableFunc(x.Findings, func(a, b Finding) int { return cmp.Compare(a.After, b.After) })
 	slices.SortStableFunc(merged.Results, func(a, b *Result) int { return cmp.Compare(runNumber(a), runNumber(b)) })
+	if merged.Cluster != "" {
+		merged.Cluster = fmt.Sprintf("%s in each of %d shards", merged.Cluster, n)
+	}
 	merged.Campaign = x
 	return merged, nil
 }
