@@ -212,14 +212,20 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 
 // campaignScenario is the base scenario with the sequence's steps as its
 // actions, each but the last followed by a wait to converge, no fault,
-// and the automatic oracles as its assertions.
+// and the automatic oracles as its assertions. On a cluster an etcd-kv
+// workload (the ledger) is kept, so that no run may lose an acknowledged
+// write or leave a history that is not linearizable; a command workload
+// is the base scenario's own check of its fault, and goes.
 func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
 	s := *base
 	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + stepNames(seq)}
 	if len(seq) == 0 {
 		s.Metadata.Description = "explore: the starting resource, as it is, with no step"
 	}
-	s.Spec.Before, s.Spec.Workload = nil, nil
+	s.Spec.Before = nil
+	if w := s.Spec.Workload; e.hermetic != nil || w == nil || w.Kind != scenario.WorkloadEtcdKV {
+		s.Spec.Workload = nil
+	}
 	s.Spec.During = nil
 	for i, st := range seq {
 		if i > 0 {

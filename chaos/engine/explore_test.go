@@ -49,6 +49,42 @@ func TestCampaignScenario(t *testing.T) {
 	g.Expect(base.Spec.During).NotTo(Equal(s.Spec.During), "the base is left as it was")
 }
 
+// On a cluster a campaign's runs keep the base's ledger (an etcd-kv
+// workload): no acknowledged write lost, a linearizable history. A
+// command workload, and any workload on envtest, goes.
+func TestCampaignScenarioKeepsTheLedger(t *testing.T) {
+	e, base := exploreEngine(t)
+	ledger := &scenario.Workload{Kind: scenario.WorkloadEtcdKV, Endpoints: &scenario.Endpoints{Role: "members", Port: 2379}}
+	command := &scenario.Workload{Kind: scenario.WorkloadCommand, Command: &scenario.Command{Role: "members"}}
+	for _, tc := range []struct {
+		name    string
+		w       *scenario.Workload
+		envtest bool
+		kept    bool
+	}{
+		{"ledger on a cluster", ledger, false, true},
+		{"ledger on envtest", ledger, true, false},
+		{"command on a cluster", command, false, false},
+		{"none", nil, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := *base
+			b.Spec.Workload = tc.w
+			e.hermetic = nil
+			if tc.envtest {
+				e.hermetic = &hermetic{}
+			}
+			s := e.campaignScenario(&b, "explore-1", []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}})
+			if got := s.Spec.Workload != nil; got != tc.kept {
+				t.Errorf("workload kept: %v, want %v", got, tc.kept)
+			}
+			if s.Spec.Assertions.Workload != nil {
+				t.Errorf("workload assertions %+v; the base's bounds on its fault do not judge a spec change", s.Spec.Assertions.Workload)
+			}
+		})
+	}
+}
+
 // The finding's file is a scenario file gauntlet run loads as it is.
 func TestWriteFindingLoads(t *testing.T) {
 	g := NewWithT(t)
