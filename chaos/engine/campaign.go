@@ -130,6 +130,7 @@ func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.
 
 // save writes the campaign's report, explore.json and explore.md.
 func (c *campaign) save(rep *report.Report, x *report.Campaign) error {
+	x.Causes = report.GroupFindings(x.Findings)
 	return errors.Join(write(rep, c.o.Artifacts), x.Save(c.o.Artifacts),
 		os.WriteFile(filepath.Join(c.o.Artifacts, "explore.md"), []byte(x.Summary(c.e.o.Set.OperatorFile, true)), 0o644))
 }
@@ -167,10 +168,20 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 	c.e.logf("%s (%s): %s", name, res.Description, what)
 	if oracle != "" {
 		f := c.finding(ctx, name, seq, fault, oracle, what)
+		f.Where = whereBroken(res)
 		f.After = time.Since(start)
 		x.Findings = append(x.Findings, f)
 	}
 	return res
+}
+
+// whereBroken is the first place a run's end state differed from the
+// fresh resource's or the fault-free twin's ("" when it did not).
+func whereBroken(res *report.Result) string {
+	if res.Twin != nil && len(res.Twin.Differences) > 0 {
+		return res.Twin.Differences[0].Path
+	}
+	return ""
 }
 
 // finding shrinks a failing sequence to the fewest steps that break the

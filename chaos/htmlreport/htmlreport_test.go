@@ -144,6 +144,13 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring(`0 failed`), "a refusal the oracle allows is no failure")
 	g.Expect(html).To(ContainSubstring("… (whole under the run)"), "a long finding is cut in the summary")
 	g.Expect(html).NotTo(ContainSubstring("shards"), "an unsharded campaign says nothing of shards")
+	g.Expect(html).NotTo(ContainSubstring("<th>causes</th>"), "findings not grouped yet")
+
+	rep.Campaign.Causes = report.GroupFindings(rep.Campaign.Findings)
+	b, err = Render(rep, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(ContainSubstring("<th>causes</th><td>2 (findings that broke one oracle in one place)"))
+	g.Expect(string(b)).To(ContainSubstring(`<b>settles</b> at <code>spec.replicas</code>: <a href="#explore-5">explore-5</a>`))
 
 	rep.Campaign.Shards, rep.Campaign.AllCoveredAfter = 3, 262*time.Second
 	b, err = Render(rep, t.TempDir())

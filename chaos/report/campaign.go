@@ -42,6 +42,9 @@ type Campaign struct {
 	CoveredAfter map[string]time.Duration `json:"coveredAfter,omitempty"`
 	Runs         int                      `json:"runs"`
 	Findings     []Finding                `json:"findings,omitempty"`
+	// Causes group the findings by the oracle they broke and where
+	// (GroupFindings).
+	Causes []Cause `json:"causes,omitempty"`
 	// AllCoveredAfter is how long the campaign took to change every
 	// field it generated for (0: it did not).
 	AllCoveredAfter time.Duration `json:"allCoveredAfter,omitempty"`
@@ -53,10 +56,14 @@ type Campaign struct {
 // Finding is a failing sequence, shrunk, and the scenario file that
 // replays it.
 type Finding struct {
-	Scenario string   `json:"scenario"`
-	Oracle   string   `json:"oracle"`
-	What     string   `json:"what"`
-	Steps    []string `json:"steps"`
+	Scenario string `json:"scenario"`
+	Oracle   string `json:"oracle"`
+	What     string `json:"what"`
+	// Where is the first place the oracle saw broken, when it names one:
+	// the object and path where the end state first differed from the
+	// fresh resource's or the fault-free twin's.
+	Where string   `json:"where,omitempty"`
+	Steps []string `json:"steps"`
 	// After is how long into the campaign it was found (shrinking done).
 	After time.Duration `json:"after"`
 	// Fault is the fault the shrunk steps need to break the oracle, in a
@@ -114,7 +121,14 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 	for _, v := range x.VersionSkews {
 		fmt.Fprintf(&b, "  - %s\n", v)
 	}
-	fmt.Fprintf(&b, "- findings: %d\n", len(x.Findings))
+	fmt.Fprintf(&b, "- findings: %d", len(x.Findings))
+	if len(x.Causes) > 0 {
+		fmt.Fprintf(&b, ", in %d causes (an oracle broken in one place)", len(x.Causes))
+	}
+	b.WriteString("\n")
+	for _, c := range x.Causes {
+		fmt.Fprintf(&b, "  - %q at %s: %s\n", c.Oracle, c.Where, strings.Join(c.Findings, ", "))
+	}
 	for _, f := range x.Findings {
 		fmt.Fprintf(&b, "\n**%s** broke %q (found %s into the campaign): %s\n", f.Scenario, f.Oracle, f.After.Round(time.Second), f.What)
 		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))

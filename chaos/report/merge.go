@@ -83,6 +83,7 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 		x.StepsPerMinute = steps / x.Took.Minutes()
 	}
 	slices.SortStableFunc(x.Findings, func(a, b Finding) int { return cmp.Compare(a.After, b.After) })
+	x.Causes = GroupFindings(x.Findings)
 	slices.SortStableFunc(merged.Results, func(a, b *Result) int { return cmp.Compare(runNumber(a), runNumber(b)) })
 	if merged.Cluster != "" {
 		merged.Cluster = fmt.Sprintf("%s in each of %d shards", merged.Cluster, n)

@@ -1,0 +1,37 @@
+package report
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The ZooKeeper campaign's findings, as found: 17 of one oracle in a few
+// places.
+func TestGroupFindings(t *testing.T) {
+	diff, cons := "differential: end state equals a fresh resource's with the same spec", "consistency: StatefulSet/zk spec.x"
+	findings := []Finding{
+		{Scenario: "explore-9", Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0.spec.resources.limits", Shrunk: []string{"spec.persistence.spec.resources.limits={}"}},
+		{Scenario: "explore-12", Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Shrunk: []string{"spec.persistence.spec.dataSource.name=explore"}},
+		{Scenario: "explore-16", Oracle: diff, Where: "ConfigMap/zk-configmap.data.zoo.cfg", Shrunk: []string{"spec.config.minSessionTimeout=10"}},
+		{Scenario: "explore-19", Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Shrunk: []string{"spec.ports=[{\"containerPort\":0}]"}},
+		{Scenario: "explore-27", Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0.spec.resources.requests.cpu", Shrunk: []string{"spec.persistence.spec.resources.requests={}"}},
+		{Scenario: "explore-29", Oracle: diff, Where: "StatefulSet/zk.spec.volumeClaimTemplates[0].metadata.annotations"},
+		{Scenario: "explore-36", Oracle: diff, Where: "ConfigMap/zk-configmap.data.zoo.cfg", Shrunk: []string{"spec.config.autoPurgePurgeInterval=5"}},
+		{Scenario: "explore-50", Oracle: cons, Shrunk: []string{"spec.probes.livenessProbe.failureThreshold=0 (in a new spec.probes)"}},
+		{Scenario: "explore-0", Oracle: "settles"},
+	}
+	want := []Cause{
+		{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0.spec.resources", Findings: []string{"explore-9", "explore-27"}},
+		{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Findings: []string{"explore-12", "explore-19"}},
+		{Oracle: diff, Where: "ConfigMap/zk-configmap.data.zoo", Findings: []string{"explore-16", "explore-36"}},
+		{Oracle: diff, Where: "StatefulSet/zk.spec.volumeClaimTemplates[]", Findings: []string{"explore-29"}},
+		{Oracle: cons, Where: "spec.probes", Findings: []string{"explore-50"}},
+		{Oracle: "settles", Where: "the starting resource", Findings: []string{"explore-0"}},
+	}
+	if got := GroupFindings(findings); !reflect.DeepEqual(got, want) {
+		t.Errorf("causes\n%+v\nwant\n%+v", got, want)
+	}
+	if got := GroupFindings(nil); got != nil {
+		t.Errorf("causes of no findings: %+v", got)
+	}
+}
