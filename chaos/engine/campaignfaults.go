@@ -77,20 +77,35 @@ func (e *Engine) faultMenu(since time.Time, plural string, roles map[string]scen
 }
 
 // faultsFor draws, with the seed, which of the plan's sequences run
-// under a fault from menu: half of those of two steps or more, each a
-// fault of the menu; single steps run without one (they teach the
-// consistency oracle and judge each value alone).
+// under a fault from menu: half of those of two steps or more; single
+// steps run without one (they teach the consistency oracle and judge each
+// value alone). When the menu holds faults of both layers, view faults
+// through the API proxy and Chaos Mesh faults on the cluster, each
+// faulted sequence first draws its layer, so that a menu of many view
+// faults and a few pod kills still gives each layer half the sequences.
 func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.Fault {
 	out := make([]*scenario.Fault, len(plan))
 	if len(menu) == 0 {
 		return out
+	}
+	var view, infra []scenario.Fault
+	for _, f := range menu {
+		if scenario.IsViewAction(f.Action) {
+			view = append(view, f)
+		} else {
+			infra = append(infra, f)
+		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 27))
 	for i, seq := range plan {
 		if len(seq) < 2 || rng.IntN(2) == 0 {
 			continue
 		}
-		f := menu[rng.IntN(len(menu))]
+		layer := menu
+		if len(view) > 0 && len(infra) > 0 {
+			layer = [][]scenario.Fault{view, infra}[rng.IntN(2)]
+		}
+		f := layer[rng.IntN(len(layer))]
 		out[i] = &f
 	}
 	return out

@@ -223,6 +223,23 @@ func TestFaultsFor(t *testing.T) {
 	g.Expect(n).To(BeNumerically("~", 20, 10))
 	g.Expect(faultsFor(plan, menu, 7)).To(Equal(got), "the seed replays it")
 	g.Expect(faultsFor(plan, nil, 7)).To(HaveEach(BeNil()), "no menu, no fault")
+
+	// Many view faults and one pod kill: the pod kill still holds over
+	// about half the faulted sequences.
+	mixed := []scenario.Fault{{Action: scenario.ActionPodKill, Target: "members"}}
+	for range 14 {
+		mixed = append(mixed, scenario.Fault{Action: scenario.ActionWatchClose})
+	}
+	kills, faulted := 0, 0
+	for _, f := range faultsFor(plan, mixed, 7) {
+		if f != nil {
+			faulted++
+			if f.Action == scenario.ActionPodKill {
+				kills++
+			}
+		}
+	}
+	g.Expect(kills).To(BeNumerically("~", faulted/2, 6), "%d pod kills among %d faulted sequences", kills, faulted)
 }
 
 // A campaign's wait ends at a condition, for the resource's generation,
