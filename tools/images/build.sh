@@ -39,6 +39,21 @@ build() { # build <image> <context dir> <dockerfile text>
 	log "building $image ... done in $((SECONDS - start))s ($(docker image inspect --format '{{.Size}}' "$image" | awk '{printf "%.1f MB", $1/1e6}'))"
 }
 
+# check <image> <want> <args...>: run the image (built now or reused) with args and
+# find want in what it prints, so that a broken image cannot hide behind its tag.
+# The output is captured first: no cmd | grep -q under pipefail.
+check() {
+	local image=$1 want=$2 out
+	shift 2
+	out=$(docker run --rm "$@" 2>&1) || true
+	if [[ $out != *"$want"* ]]; then
+		echo "error: $image does not run as built: docker run --rm $* printed no \"$want\":" >&2
+		sed 's/^/  /' <<<"$out" | head -20 >&2
+		exit 1
+	fi
+	log "checked $image: $want"
+}
+
 static_or_die() { # static_or_die <binary>: FROM scratch has no libc
 	command -v file >/dev/null || return 0
 	if ! grep -q 'statically linked' <<<"$(file "$1")"; then
@@ -66,6 +81,8 @@ COPY manager /manager
 COPY backup /backup
 USER 65532:65532
 ENTRYPOINT ["/manager"]'
+	check "$REPO/operator:$2" "-metrics-bind-address" "$REPO/operator:$2" --help
+	check "$REPO/operator:$2" "Usage of backup" --entrypoint /backup "$REPO/operator:$2" --help
 	;;
 etcd)
 	dir="$BIN/etcd/$2"
@@ -81,6 +98,9 @@ COPY etcd etcdctl etcdutl /usr/local/bin/
 ENV PATH=/usr/local/bin
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/etcd"]'
+	check "$REPO/etcd:$2" "etcd Version: ${2#v}" "$REPO/etcd:$2" --version
+	check "$REPO/etcd:$2" "etcdctl version: ${2#v}" --entrypoint /usr/local/bin/etcdctl "$REPO/etcd:$2" version
+	check "$REPO/etcd:$2" "etcdutl version: ${2#v}" --entrypoint /usr/local/bin/etcdutl "$REPO/etcd:$2" version
 	;;
 versitygw)
 	# The S3-compatible server the e2e backup test stores into (posix
@@ -93,6 +113,7 @@ versitygw)
 COPY versitygw /versitygw
 USER 65532:65532
 ENTRYPOINT ["/versitygw"]'
+	check "$REPO/versitygw:$2" "Version  : $2" "$REPO/versitygw:$2" --version
 	;;
 api-relay)
 	# The in-cluster end of the API proxy's tunnel (cmd/api-relay): it
@@ -105,6 +126,7 @@ api-relay)
 COPY api-relay /api-relay
 USER 65532:65532
 ENTRYPOINT ["/api-relay"]'
+	check "$REPO/api-relay:$2" "-listen" "$REPO/api-relay:$2" --help
 	;;
 *) usage ;;
 esac

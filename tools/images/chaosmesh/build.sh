@@ -195,8 +195,21 @@ step_controller_image() {
   cp "$OUT/chaos-controller-manager" "$ctx/"
   dbuild "$CONTROLLER_IMAGE" "$ctx" "$CONTROLLER_DOCKERFILE" "$(controller_image_inputs)"
   rm -rf "$ctx"
-  grep -q "GitVersion:\"$CHAOS_TAG\"" <<<"$(docker run --rm "$CONTROLLER_IMAGE" --version)"
+  check_version "$CONTROLLER_IMAGE"
   log "  $CONTROLLER_IMAGE: $(image_size "$CONTROLLER_IMAGE")"
+}
+# check_version IMAGE: the image runs and says it is $CHAOS_TAG, on every run of this
+# script, the image built now or reused (the daemon is linked against the build host's
+# glibc: this checks that it runs on the image's). Output captured first: no grep -q
+# reading a pipe under pipefail.
+check_version() {
+  local out
+  out=$(docker run --rm "$1" --version 2>&1) || true
+  if [[ $out != *"GitVersion:\"$CHAOS_TAG\""* ]]; then
+    echo "error: $1 does not say it is $CHAOS_TAG: $out" >&2
+    return 1
+  fi
+  log "checked $1: GitVersion $CHAOS_TAG"
 }
 step_daemon_image() {
   local ctx=$WORK/ctx-daemon
@@ -205,8 +218,7 @@ step_daemon_image() {
   install -m 0755 files/nsexec "$ctx/nsexec"
   dbuild "$DAEMON_IMAGE" "$ctx" "$DAEMON_DOCKERFILE" "$(daemon_image_inputs)"
   rm -rf "$ctx"
-  # the daemon is linked against the build host's glibc: check that it runs on the image's
-  grep -q "GitVersion:\"$CHAOS_TAG\"" <<<"$(docker run --rm "$DAEMON_IMAGE" --version)"
+  check_version "$DAEMON_IMAGE"
   log "  $DAEMON_IMAGE: $(image_size "$DAEMON_IMAGE")"
 }
 
@@ -253,6 +265,8 @@ main() {
     # The products are there and were built from these inputs: nothing else is needed.
     log "reusing $CONTROLLER_IMAGE ($(image_size "$CONTROLLER_IMAGE"))"
     log "reusing $DAEMON_IMAGE ($(image_size "$DAEMON_IMAGE"))"
+    check_version "$CONTROLLER_IMAGE"
+    check_version "$DAEMON_IMAGE"
   else
     mkdir -p "$BIN"
     for s in "${want[@]}"; do

@@ -462,6 +462,33 @@ step_node() {
   fi
 }
 
+# ---- check: what the node image holds, on every run ------------------------------------------
+# verify_node: the image's Kubernetes, kubelet, kubeadm, containerd, crictl and manifests are
+# the versions this build names, whether it was built now or reused; a cached image made by a
+# broken step fails here, not in a cluster. Outputs are captured first: no cmd | grep -q under
+# pipefail (grep's early exit kills the writer with SIGPIPE).
+verify_node() {
+  local out want_ctr
+  out=$(docker run --rm --entrypoint /bin/sh "$NODE_IMAGE" -c \
+    'cat /kind/version; kubelet --version; kubeadm version -o short; containerd --version; crictl --version; ls /kind/manifests' 2>&1 \
+    | grep -v 'cgroup v1') || { echo "error: $NODE_IMAGE: cannot run its binaries: $out" >&2; return 1; }
+  want_ctr=$CONTAINERD_VERSION
+  [ "$want_ctr" != debian ] || want_ctr=1.6.
+  local want=("$K8S_VERSION" "Kubernetes $K8S_VERSION" "containerd github.com/containerd/containerd" " $want_ctr"
+    "crictl version $CRICTL_VERSION" default-storage.yaml)
+  [ "$NETWORK" != podnet ] || want+=(default-cni.yaml)
+  local w
+  for w in "${want[@]}"; do
+    if [[ $out != *"$w"* ]]; then
+      echo "error: $NODE_IMAGE does not hold what this build makes: no \"$w\" in" >&2
+      sed 's/^/  /' <<<"$out" >&2
+      return 1
+    fi
+  done
+  [ "$(sed -n 1p <<<"$out")" = "$K8S_VERSION" ] || { echo "error: $NODE_IMAGE's /kind/version is $(sed -n 1p <<<"$out"), not $K8S_VERSION" >&2; return 1; }
+  log "checked $NODE_IMAGE: Kubernetes $K8S_VERSION, containerd $want_ctr, crictl $CRICTL_VERSION, manifests $(tail -n +6 <<<"$out" | tr '\n' ' ')"
+}
+
 # ---- main -------------------------------------------------------------------------------
 STEPS=(k8s etcd coredns pause crictl localpath)
 [ "$CONTAINERD_VERSION" = debian ] || STEPS+=(containerd)
@@ -510,6 +537,7 @@ main() {
   if [ ${#want[@]} -eq 0 ] && have_current_image "$NODE_IMAGE"; then
     # The product is there and built from these files: nothing else is needed.
     log "reusing $NODE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.2f GB", $1/1e9}'))"
+    verify_node
     return
   fi
   [ ${#want[@]} -gt 0 ] || want=("${STEPS[@]}")
@@ -523,6 +551,9 @@ main() {
       run_step "$s" "${DESC[$s]}" "step_$s"
     fi
   done
+  if [[ " ${want[*]} " == *" node "* ]]; then
+    verify_node
+  fi
   log "all requested steps finished in $(fmt_dur $(( $(date +%s) - t0 )))"
 }
 main "$@"
