@@ -138,6 +138,10 @@ manager: ## Build the manager and the backup program (both in the operator image
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/manager ./operator/cmd
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/backup ./operator/cmd/backup
 
+.PHONY: registry
+registry: ## Build cmd/registry to bin/registry: an OCI registry (go-containerregistry's) for proving the pull path here.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/registry ./cmd/registry
+
 .PHONY: gauntlet
 gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./cmd/gauntlet
@@ -211,6 +215,10 @@ test-explore-shards: gauntlet envtest-bins docker-engine $(NODE_IMAGE_DEP) ## Th
 	  --base status-conflicts-during-scale-up --seed $(EXPLORE_SEED) --sequences 2 --budget 3m \
 	  --skip-field spec.deletionPolicy --shards 2 --kind --node-image $(NODE_IMAGE) --report $(ARTIFACTS)/explore-shards && \
 	echo ">> sharded explore campaign passed in $$(( $$(date +%s) - start ))s"
+
+.PHONY: test-registry-proof
+test-registry-proof: registry gauntlet images chaos-images $(NODE_IMAGE_DEP) ## The pull path on this machine: a local OCI registry (cmd/registry) mirrored by a kind cluster's containerd, gauntlet run --push-to, one chaos scenario whose images are all pulled through the mirror (not in make test).
+	NODE_IMAGE=$(NODE_IMAGE) ci/registry-proof.sh $(ARTIFACTS)/registry-proof
 
 .PHONY: test-view-bugs
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).

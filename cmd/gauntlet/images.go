@@ -61,13 +61,9 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		}
 		prog.Done()
 	}
-	images := []string{f.nodeImage, f.chaosController, f.chaosDaemon}
-	if f.usesRelay() {
-		images = append(images, f.relayImage)
-	}
-	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
-	for _, img := range f.loaded.Operator.Spec.Images {
-		images = append(images, vars.Expand(img.Name))
+	images := f.runImages()
+	if f.kubeconfig == "" {
+		images = append([]string{f.nodeImage}, images...)
 	}
 	var missing []string
 	for _, img := range images {
@@ -112,10 +108,25 @@ func imageTargets(f *runFlags) []string {
 	if f.usesRelay() && f.relayImage == engine.RelayImage {
 		targets = append(targets, "relay-image")
 	}
-	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") {
+	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") && f.kubeconfig == "" {
 		targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])
 	}
 	return targets
+}
+
+// runImages are the images the run's cluster runs besides its nodes':
+// Chaos Mesh's, the API relay's when it is used, and those the Operator
+// file names, with the run's variables.
+func (f *runFlags) runImages() []string {
+	images := []string{f.chaosController, f.chaosDaemon}
+	if f.usesRelay() || (f.kubeconfig != "" && f.proxyAddress == "" && (f.proxy || f.loaded.HasViewFaults())) {
+		images = append(images, f.relayImage)
+	}
+	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
+	for _, img := range f.loaded.Operator.Spec.Images {
+		images = append(images, vars.Expand(img.Name))
+	}
+	return images
 }
 
 // usesRelay says whether a kind cluster created here gets the API relay:

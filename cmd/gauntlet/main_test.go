@@ -66,6 +66,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", "../../chaos/scenario/testdata/reference/leader-partition.yaml"}, "no Operator file"},
 		{[]string{"run", "-f", "../../suites/chaos/scenarios", "--scenario", "nope"}, "--scenario \"nope\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
 		{[]string{"explore", "--shards", "1"}, "--shards 1: give 2 or more"},
+		{[]string{"run", "--push-to", "127.0.0.1:5001"}, "--push-to goes with --kubeconfig"},
+		{[]string{"run", "--kubeconfig", "/dev/null", "--push-to", "http://r:5001"}, `--push-to "http://r:5001": want a registry's host[:port]`},
 		{[]string{"explore", "--shards", "2"}, "--shards runs on a cluster: give --kind"},
 		{[]string{"explore", "--shards", "2", "--kind", "--parallel", "-1"}, "--parallel -1: give a positive number"},
 		{[]string{"explore", "--shards", "2", "--kind", "--shard-image", "x:1"}, "--shard-image is for --kubeconfig's cluster"},
@@ -238,4 +240,22 @@ func TestRelayImageTag(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^RELAY_VERSION := (\S+)$`).FindSubmatch(mk)
 	g.Expect(m).NotTo(BeNil(), "RELAY_VERSION in the Makefile")
 	g.Expect(engine.RelayImage).To(Equal("gauntlet.dev/api-relay:v" + string(m[1])))
+}
+
+func TestMirrorName(t *testing.T) {
+	for image, want := range map[string]string{
+		"gauntlet.dev/etcd:v3.6.16":                     "127.0.0.1:5001/etcd:v3.6.16",
+		"gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb": "127.0.0.1:5001/chaos-daemon:v0.9.1-47411975a8cb",
+		"example.com/team/op:dev":                       "127.0.0.1:5001/team/op:dev",
+		"busybox":                                       "127.0.0.1:5001/library/busybox:latest",
+		"registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097": "127.0.0.1:5001/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
+	} {
+		got, err := mirrorName(image, "127.0.0.1:5001")
+		if err != nil || got != want {
+			t.Errorf("mirrorName(%s) = %s, %v; want %s", image, got, err, want)
+		}
+	}
+	if _, err := mirrorName("UPPER/case:tag", "r:1"); err == nil {
+		t.Error("mirrorName took an image name with capitals")
+	}
 }

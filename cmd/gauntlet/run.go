@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -49,6 +50,7 @@ type runFlags struct {
 	proxyAddress               string
 	proxyRelay                 bool
 	relayImage                 string
+	pushTo                     string
 	// proxy puts the API proxy in front of the operator on a cluster
 	// whatever the files hold (explore's campaigns make view faults).
 	proxy              bool
@@ -101,6 +103,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.envtestAssets, "envtest-assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder with kube-apiserver and etcd for --envtest (default $KUBEBUILDER_ASSETS; in a Gauntlet checkout, make envtest-bins builds them under bin/k8s)")
 	cmd.MarkFlagsMutuallyExclusive("envtest", "kubeconfig")
 	cmd.MarkFlagsMutuallyExclusive("envtest", "multi-node")
+	fs.StringVar(&f.pushTo, "push-to", "", "with --kubeconfig: push the images the run needs (the Operator file's, Chaos Mesh's, the API relay's) from this machine's Docker engine to this registry, each at its own path (gauntlet.dev/etcd:v3.6.16 as <registry>/etcd:v3.6.16), for nodes that mirror the images' registries to it; nothing in the manifests is rewritten")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
@@ -200,6 +203,14 @@ func (f *runFlags) validate() error {
 		}
 		if net.ParseIP(f.proxyAddress) == nil {
 			return usagef("--proxy-address %q: want the IP address at which the cluster's pods reach this machine", f.proxyAddress)
+		}
+	}
+	if f.pushTo != "" {
+		if f.kubeconfig == "" {
+			return usagef("--push-to goes with --kubeconfig: a kind cluster created here gets the images loaded into its nodes")
+		}
+		if _, err := name.NewRegistry(f.pushTo, name.StrictValidation); err != nil || strings.ContainsAny(f.pushTo, "/@") {
+			return usagef("--push-to %q: want a registry's host[:port], such as 127.0.0.1:5001 or registry.example.com", f.pushTo)
 		}
 	}
 	if f.kubeconfig != "" {
@@ -399,8 +410,13 @@ func (f *runFlags) where(ctx context.Context, prog *progress) (*engine.EnvtestOp
 		prog.Phase("envtest, the operator's process and the API proxy")
 		return &engine.EnvtestOptions{Assets: assets}, nil
 	}
-	if f.kubeconfig == "" {
+	if f.kubeconfig == "" || f.pushTo != "" {
 		if err := prepareImages(ctx, f, prog); err != nil {
+			return nil, err
+		}
+	}
+	if f.pushTo != "" {
+		if err := pushImages(ctx, f, prog); err != nil {
 			return nil, err
 		}
 	}
