@@ -10,7 +10,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -268,6 +267,9 @@ type Lost struct {
 	Reason string `json:"reason"`
 }
 
+// ReadBackAttempt bounds one attempt to read an acknowledged write back.
+const ReadBackAttempt = 5 * time.Second
+
 // VerifyDurability reads back every acknowledged write at the revision the
 // store acknowledged it with: the key must hold exactly that value, written
 // at exactly that revision. Reads are retried until ctx ends, so a store
@@ -281,7 +283,13 @@ func (l *Ledger) VerifyDurability(ctx context.Context, kv KV) (checked int, lost
 			rerr  error
 		)
 		for {
-			v, mod, found, rerr = kv.GetAt(ctx, op.Key, op.Revision)
+			// Each attempt is bounded: a replica that cannot answer (a
+			// member scaled away, a connection waiting to be ready) must
+			// not hold the whole read-back; the next attempt goes on to
+			// another replica.
+			actx, cancel := context.WithTimeout(ctx, ReadBackAttempt)
+			v, mod, found, rerr = kv.GetAt(actx, op.Key, op.Revision)
+			cancel()
 			if rerr == nil || ctx.Err() != nil {
 				break
 			}
@@ -291,7 +299,7 @@ func (l *Ledger) VerifyDurability(ctx context.Context, kv KV) (checked int, lost
 			}
 		}
 		if rerr != nil {
-			return checked, lost, fmt.Errorf("reading back %s@%d: %w", op.Key, op.Revision, errors.Join(rerr, ctx.Err()))
+			return checked, lost, fmt.Errorf("reading back %s@%d: the last attempt: %w (%w)", op.Key, op.Revision, rerr, ctx.Err())
 		}
 		checked++
 		switch {

@@ -215,3 +215,26 @@ func TestAcknowledged(t *testing.T) {
 	g.Expect(l.Acknowledged(100*time.Millisecond, 200*time.Millisecond)).To(Equal(2), "from inclusive, to exclusive; only OK counts")
 	g.Expect(l.Acknowledged(time.Second, 2*time.Second)).To(Equal(0))
 }
+
+// hungKV answers nothing until its context ends: a member scaled away,
+// or a connection waiting to be ready.
+type hungKV struct{ memKV }
+
+func (h *hungKV) GetAt(ctx context.Context, _ string, _ int64) (string, int64, bool, error) {
+	<-ctx.Done()
+	return "", 0, false, ctx.Err()
+}
+
+// A replica that hangs holds one attempt, not the read-back: the next
+// attempt fails over to a replica that answers, well within the budget.
+func TestReadBackFailsOverAHungReplica(t *testing.T) {
+	g := NewWithT(t)
+	l := run(t, newMemKV())
+	kv := &Failover{Replicas: []KV{&hungKV{}, newMemKVFrom(l)}, Backoff: time.Minute}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*ReadBackAttempt)
+	defer cancel()
+	checked, lost, err := l.VerifyDurability(ctx, kv)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lost).To(BeEmpty())
+	g.Expect(checked).To(Equal(l.Counts().AckedWrites))
+}
