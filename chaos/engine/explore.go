@@ -70,7 +70,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed}
+	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.hermetic == nil}
 	if o.Shards > 1 {
 		x.Shard = fmt.Sprintf("%d/%d", o.Shard, o.Shards)
 	}

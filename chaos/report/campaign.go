@@ -19,6 +19,9 @@ type Campaign struct {
 	// from them.
 	Shard  string `json:"shard,omitempty"`
 	Shards int    `json:"shards,omitempty"`
+	// OnCluster says the campaign ran on a cluster (kind, or an existing
+	// one), not envtest: its findings replay there.
+	OnCluster bool `json:"onCluster,omitempty"`
 	// Fields are the spec fields generated for; Skipped those not, with why.
 	Fields  []string `json:"fields"`
 	Skipped []string `json:"skipped,omitempty"`
@@ -135,7 +138,11 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 		if f.Fault != "" {
 			fmt.Fprintf(&b, "- under the fault: %s\n", f.Fault)
 		}
-		fmt.Fprintf(&b, "- replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, f.File)
+		where := "--envtest "
+		if x.OnCluster {
+			where = "" // on a kind cluster, or --kubeconfig's
+		}
+		fmt.Fprintf(&b, "- replay: gauntlet run %s-f %s -f %s\n", where, operatorFile, f.File)
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,17 @@ func TestGroupFindings(t *testing.T) {
 	}
 	if got := GroupFindings(nil); got != nil {
 		t.Errorf("causes of no findings: %+v", got)
+	}
+}
+
+// A finding replays where its campaign ran: envtest, or a cluster.
+func TestSummaryReplaysWhereTheCampaignRan(t *testing.T) {
+	x := &Campaign{Findings: []Finding{{Scenario: "explore-7", Oracle: "runs", File: "f/explore-7.yaml"}}}
+	if got := x.Summary("op.yaml", false); !strings.Contains(got, "replay: gauntlet run --envtest -f op.yaml -f f/explore-7.yaml") {
+		t.Errorf("an envtest campaign's replay line is missing:\n%s", got)
+	}
+	x.OnCluster = true
+	if got := x.Summary("op.yaml", false); !strings.Contains(got, "replay: gauntlet run -f op.yaml -f f/explore-7.yaml") {
+		t.Errorf("a cluster campaign's replay line is missing:\n%s", got)
 	}
 }
