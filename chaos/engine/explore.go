@@ -83,7 +83,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return nil, nil, err
 	}
 	refused := x.Refused
-	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps)
+	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps, obj.Object)
 	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
 		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
 
@@ -141,6 +141,9 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 		rep.Results = append(rep.Results, c.try(ctx, i, seq, fault, x, start))
 		steps = append(steps, seq...)
 		for _, st := range seq {
+			if st.Undo {
+				continue // sets a field back; changes nothing new
+			}
 			if _, ok := x.CoveredAfter[st.Field()]; !ok {
 				x.CoveredAfter[st.Field()] = time.Since(start)
 			}

@@ -356,3 +356,21 @@ func TestShardsSplitThePlan(t *testing.T) {
 		}
 	}
 }
+
+// An undo that removes a parent replays: its null survives the file.
+func TestWriteFindingWithAnUndoLoads(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	dir := t.TempDir()
+	set := explore.Step{Path: []string{"spec", "backup"}, Value: map[string]any{"schedule": "@daily"}}
+	undo, _ := explore.UndoOf(set, map[string]any{"spec": map[string]any{}})
+	s := e.campaignScenario(base, "explore-9", []explore.Step{set, undo})
+	file, err := e.writeFinding(dir, s, "differential", "differs")
+	g.Expect(err).NotTo(HaveOccurred())
+	loaded, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loaded.Scenarios[0].Spec.During).To(Equal([]scenario.Action{
+		{Patch: map[string]any{"spec": map[string]any{"backup": map[string]any{"schedule": "@daily"}}}}, {Converge: true},
+		{Patch: map[string]any{"spec": map[string]any{"backup": nil}}}}))
+	g.Expect(s.Metadata.Description).To(Equal("explore: spec.backup={\"schedule\":\"@daily\"}, then spec.backup back as it was"))
+}

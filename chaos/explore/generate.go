@@ -72,9 +72,34 @@ type Step struct {
 	// AtCreation sets the value in the resource as it is created rather
 	// than as a change: a field its rules keep from changing.
 	AtCreation bool `json:"atCreation,omitempty"`
+	// Undo sets Path back to what the starting resource holds there (nil:
+	// removes it), after a step that changed it.
+	Undo bool `json:"undo,omitempty"`
+}
+
+// UndoOf is the step that takes s back: Path as base (the starting
+// resource) holds it, or removed when base has none. A value set at
+// creation has nothing to go back to.
+func UndoOf(s Step, base map[string]any) (Step, bool) {
+	if s.AtCreation {
+		return Step{}, false
+	}
+	var v any = base
+	for _, p := range s.Path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			v = nil
+			break
+		}
+		v = m[p]
+	}
+	return Step{Path: s.Path, Value: v, Undo: true}, true
 }
 
 func (s Step) String() string {
+	if s.Undo {
+		return strings.Join(s.Path, ".") + " back as it was"
+	}
 	path, v := s.Path, s.Value
 	if s.Leaf != nil {
 		path, v = s.Leaf, s.LeafValue
@@ -189,9 +214,12 @@ func bounds(s apiextensionsv1.JSONSchemaProps) (lo, hi int64) {
 }
 
 // Plan draws the campaign: every step alone first, so that each value is
-// tried once, then up to sequences sequences of 2 to maxLen steps on
-// different fields, in an order the seed fixes.
-func Plan(steps []Step, seed uint64, sequences, maxLen int) [][]Step {
+// tried once, then up to sequences sequences, in an order the seed fixes.
+// A third of them are a step and its undo (UndoOf, against base, the
+// starting resource), which the differential oracle judges as "undoing a
+// change restores the earlier state"; the others are 2 to maxLen steps on
+// different fields.
+func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any) [][]Step {
 	rng := rand.New(rand.NewPCG(seed, 26))
 	var plan [][]Step
 	for _, i := range rng.Perm(len(steps)) {
@@ -201,22 +229,19 @@ func Plan(steps []Step, seed uint64, sequences, maxLen int) [][]Step {
 	for _, s := range steps {
 		fields[s.Field()] = true
 	}
-	if maxLen < 2 || len(fields) < 2 {
+	if maxLen < 2 || len(steps) == 0 {
 		return plan
 	}
 	seen := map[string]bool{}
 	for tries := 0; len(plan) < len(steps)+sequences && tries < 50*sequences; tries++ {
-		n := 2 + rng.IntN(maxLen-1)
 		var seq []Step
-		used := map[string]bool{}
-		for _, i := range rng.Perm(len(steps)) {
-			if len(seq) == n {
-				break
+		if rng.IntN(3) == 0 || len(fields) < 2 {
+			s := steps[rng.IntN(len(steps))]
+			if undo, ok := UndoOf(s, base); ok {
+				seq = []Step{s, undo}
 			}
-			if !used[steps[i].Field()] {
-				used[steps[i].Field()] = true
-				seq = append(seq, steps[i])
-			}
+		} else {
+			seq = mixed(rng, steps, 2+rng.IntN(maxLen-1))
 		}
 		key := fmt.Sprint(seq)
 		if len(seq) < 2 || seen[key] {
@@ -226,6 +251,22 @@ func Plan(steps []Step, seed uint64, sequences, maxLen int) [][]Step {
 		plan = append(plan, seq)
 	}
 	return plan
+}
+
+// mixed is up to n steps on different fields.
+func mixed(rng *rand.Rand, steps []Step, n int) []Step {
+	var seq []Step
+	used := map[string]bool{}
+	for _, i := range rng.Perm(len(steps)) {
+		if len(seq) == n {
+			break
+		}
+		if !used[steps[i].Field()] {
+			used[steps[i].Field()] = true
+			seq = append(seq, steps[i])
+		}
+	}
+	return seq
 }
 
 // Shrink removes steps from a failing sequence, one at a time, as long as

@@ -84,28 +84,58 @@ func TestStepPatch(t *testing.T) {
 }
 
 // The seed fixes the plan; each step runs alone once, then sequences
-// touch each field at most once.
+// touch each field at most once, or undo the step they take.
 func TestPlan(t *testing.T) {
 	g := NewWithT(t)
 	steps := []Step{
 		{Path: []string{"spec", "a"}, Value: 1}, {Path: []string{"spec", "a"}, Value: 2},
 		{Path: []string{"spec", "b"}, Value: true}, {Path: []string{"spec", "c"}, Value: "x"},
+		{Path: []string{"spec", "d"}, Value: 3, AtCreation: true},
 	}
-	p := Plan(steps, 7, 5, 3)
-	g.Expect(Plan(steps, 7, 5, 3)).To(Equal(p), "replayable")
-	g.Expect(p).To(HaveLen(9))
+	base := map[string]any{"spec": map[string]any{"a": 5}}
+	p := Plan(steps, 7, 12, 3, base)
+	g.Expect(Plan(steps, 7, 12, 3, base)).To(Equal(p), "replayable")
+	g.Expect(p).To(HaveLen(len(steps) + 12))
+	undos := 0
 	for i, seq := range p {
 		if i < len(steps) {
 			g.Expect(seq).To(HaveLen(1))
 			continue
 		}
 		g.Expect(len(seq)).To(BeNumerically(">=", 2))
+		if seq[1].Undo {
+			undos++
+			g.Expect(seq).To(HaveLen(2))
+			g.Expect(seq[0].AtCreation).To(BeFalse(), "a value set at creation has nothing to go back to")
+			g.Expect(seq[1].Path).To(Equal(seq[0].Path))
+			if seq[0].Path[1] == "a" {
+				g.Expect(seq[1].Value).To(Equal(5), "the base's value")
+			} else {
+				g.Expect(seq[1].Value).To(BeNil(), "removed: the base has none")
+			}
+			continue
+		}
 		fields := map[string]bool{}
 		for _, s := range seq {
 			g.Expect(fields[s.Field()]).To(BeFalse(), "a field once per sequence")
 			fields[s.Field()] = true
 		}
 	}
+	g.Expect(undos).To(BeNumerically(">", 0), "some sequences undo their step")
+}
+
+func TestUndoOf(t *testing.T) {
+	g := NewWithT(t)
+	base := map[string]any{"spec": map[string]any{"replicas": int64(3)}}
+	u, ok := UndoOf(Step{Path: []string{"spec", "replicas"}, Value: int64(5)}, base)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(u.Patch()).To(Equal(map[string]any{"spec": map[string]any{"replicas": int64(3)}}))
+	g.Expect(u.String()).To(Equal("spec.replicas back as it was"))
+	// A parent the base lacks is removed: a JSON merge patch's null.
+	u, _ = UndoOf(Step{Path: []string{"spec", "backup"}, Leaf: []string{"spec", "backup", "schedule"}}, base)
+	g.Expect(u.Patch()).To(Equal(map[string]any{"spec": map[string]any{"backup": nil}}))
+	_, ok = UndoOf(Step{Path: []string{"spec", "storage"}, AtCreation: true}, base)
+	g.Expect(ok).To(BeFalse())
 }
 
 func TestShrink(t *testing.T) {
