@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,4 +374,16 @@ func TestWriteFindingWithAnUndoLoads(t *testing.T) {
 		{Patch: map[string]any{"spec": map[string]any{"backup": map[string]any{"schedule": "@daily"}}}}, {Converge: true},
 		{Patch: map[string]any{"spec": map[string]any{"backup": nil}}}}))
 	g.Expect(s.Metadata.Description).To(Equal("explore: spec.backup={\"schedule\":\"@daily\"}, then spec.backup back as it was"))
+}
+
+// A finding's file says how to replay it where its campaign ran.
+func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
+	e, _ := exploreEngine(t)
+	if got := e.replayCommand("f.yaml"); strings.Contains(got, "--envtest") {
+		t.Errorf("a cluster campaign's finding replays with %q", got)
+	}
+	e.hermetic = &hermetic{}
+	if got := e.replayCommand("f.yaml"); !strings.Contains(got, "gauntlet run --envtest -f ") {
+		t.Errorf("an envtest campaign's finding replays with %q", got)
+	}
 }

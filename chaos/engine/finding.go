@@ -30,22 +30,32 @@ func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what str
 		return "", err
 	}
 	file := filepath.Join(out, name+".yaml")
-	b, err := findingYAML(s, oracle, what, e.o.Set.OperatorFile, file)
+	b, err := findingYAML(s, oracle, what, e.replayCommand(file))
 	if err != nil {
 		return "", err
 	}
 	return file, os.WriteFile(file, b, 0o644)
 }
 
+// replayCommand is the command that replays a finding's file where the
+// campaign ran: envtest, or a cluster (kind, or --kubeconfig's).
+func (e *Engine) replayCommand(file string) string {
+	where := ""
+	if e.hermetic != nil {
+		where = "--envtest "
+	}
+	return fmt.Sprintf("gauntlet run %s-f %s -f %s", where, e.o.Set.OperatorFile, file)
+}
+
 // findingYAML lays a finding's scenario out in the order of the docs:
 // what it starts from, what it does, how it is judged.
-func findingYAML(s *scenario.Scenario, oracle, what, operatorFile, file string) ([]byte, error) {
+func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Found by gauntlet explore: it broke the oracle %q:\n", oracle)
 	for _, line := range strings.Split(what, "\n") {
 		fmt.Fprintf(&b, "#   %s\n", line)
 	}
-	fmt.Fprintf(&b, "# Replay: gauntlet run --envtest -f %s -f %s\n", operatorFile, file)
+	fmt.Fprintf(&b, "# Replay: %s\n", replay)
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n  description: %q\nspec:\n",
 		scenario.APIVersion, scenario.KindScenario, s.Metadata.Name, s.Metadata.Description)
 	block := func(key string, v any) error {
