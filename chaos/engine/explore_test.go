@@ -376,6 +376,21 @@ func TestWriteFindingWithAnUndoLoads(t *testing.T) {
 	g.Expect(s.Metadata.Description).To(Equal("explore: spec.backup={\"schedule\":\"@daily\"}, then spec.backup back as it was"))
 }
 
+// A cluster campaign's finding keeps the ledger it ran with, so that its
+// replay judges the writes too.
+func TestWriteFindingKeepsTheLedger(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	b := *base
+	b.Spec.Workload = &scenario.Workload{Kind: scenario.WorkloadEtcdKV, Endpoints: &scenario.Endpoints{Role: "members", Port: 2379}}
+	s := e.campaignScenario(&b, "explore-7", []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(2)}})
+	file, err := e.writeFinding(t.TempDir(), s, "runs", "reading back")
+	g.Expect(err).NotTo(HaveOccurred())
+	loaded, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loaded.Scenarios[0].Spec.Workload).To(Equal(b.Spec.Workload))
+}
+
 // A finding's file says how to replay it where its campaign ran.
 func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
 	e, _ := exploreEngine(t)

@@ -101,9 +101,10 @@ func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, err
 		v   any
 	}{
 		{"variables", s.Spec.Variables}, {"resource", resource}, {"roles", s.Spec.Roles},
-		{"fault", faultMap(s.Spec.Fault)}, {"during", during}, {"assertions", assertions},
+		{"fault", faultMap(s.Spec.Fault)}, {"workload", s.Spec.Workload}, {"during", during}, {"assertions", assertions},
 	} {
-		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 {
+		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 ||
+			part.key == "workload" && s.Spec.Workload == nil {
 			continue
 		}
 		if err := block(part.key, part.v); err != nil {
