@@ -21,7 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -219,14 +221,7 @@ func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
 			return fmt.Errorf("docker save %s: %w: %s", image, err, strings.TrimSpace(string(out)))
 		}
 		for _, n := range nodes {
-			f, err := os.Open(tar)
-			if err != nil {
-				_ = os.RemoveAll(dir)
-				return err
-			}
-			err = nodeutils.LoadImageArchive(n, f)
-			_ = f.Close()
-			if err != nil {
+			if err := c.loadArchive(ctx, n, tar); err != nil {
 				_ = os.RemoveAll(dir)
 				return fmt.Errorf("loading %s into node %s: %w", image, n.String(), err)
 			}
@@ -235,6 +230,56 @@ func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
 		c.progress("loaded image %s into %d node(s) in %s", image, len(nodes), since(start))
 	}
 	return nil
+}
+
+// loadAttempts is how many times an image archive is imported into a node
+// before the load fails: containerd's import can fail once on a node that
+// is still settling.
+const loadAttempts = 2
+
+// loadRetryPause is the pause before importing again.
+var loadRetryPause = 5 * time.Second
+
+// loadArchive imports the image archive at tar into node n with
+// containerd's ctr, as kind does, and on failure says what ctr printed.
+func (c *Cluster) loadArchive(ctx context.Context, n nodes.Node, tar string) error {
+	var err error
+	for attempt := 1; attempt <= loadAttempts; attempt++ {
+		if attempt > 1 {
+			c.progress("importing into %s failed (%v); trying again", n.String(), err)
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(loadRetryPause):
+			}
+		}
+		var f *os.File
+		if f, err = os.Open(tar); err != nil {
+			return err
+		}
+		err = nodeutils.LoadImageArchive(n, f)
+		_ = f.Close()
+		if err == nil {
+			return nil
+		}
+		if run := kindexec.RunErrorForError(err); run != nil && len(run.Output) > 0 {
+			err = fmt.Errorf("%w: ctr printed: %s", err, lastLines(string(run.Output), 5))
+		}
+	}
+	// A full disk is the usual cause that ctr does not name well.
+	if out, dfErr := kindexec.Output(n.CommandContext(ctx, "df", "-h", "/var/lib/containerd")); dfErr == nil {
+		err = fmt.Errorf("%w (the node's disk: %s)", err, lastLines(string(out), 1))
+	}
+	return err
+}
+
+// lastLines is the end of s, at most n lines of it.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // ExportLogs writes kind's logs (every node's journal, kubelet and
