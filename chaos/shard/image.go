@@ -56,7 +56,23 @@ func BuildImage(ctx context.Context, dir string, logf func(string, ...any)) (str
 // digest hashes every file's path and content under dir.
 func digest(dir string) (string, error) {
 	h := sha256.New()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := eachFile(dir, func(rel, path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		_, _ = fmt.Fprintf(h, "%s\x00", rel)
+		_, err = io.Copy(h, f)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// eachFile calls fn with every regular file under dir, in lexical order:
+// its slash-separated path relative to dir, and its path.
+func eachFile(dir string, fn func(rel, path string) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -64,14 +80,6 @@ func digest(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = f.Close() }()
-		_, _ = fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
-		_, err = io.Copy(h, f)
-		return err
+		return fn(filepath.ToSlash(rel), path)
 	})
-	return hex.EncodeToString(h.Sum(nil)), err
 }

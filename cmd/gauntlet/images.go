@@ -34,6 +34,24 @@ func repoRoot() string {
 	}
 }
 
+// ensureDockerEngine makes sure a Docker engine answers: inside a
+// Gauntlet checkout it starts one (ci/docker-engine.sh installs and starts
+// Debian's); elsewhere it says none answers.
+func ensureDockerEngine(ctx context.Context, prog *progress) error {
+	err := exec.CommandContext(ctx, "docker", "info").Run()
+	if err == nil {
+		return nil
+	}
+	root := repoRoot()
+	if root == "" {
+		return fmt.Errorf("no Docker engine answers (docker info: %w); start one, or run from a Gauntlet checkout, whose ci/docker-engine.sh installs and starts Debian's", err)
+	}
+	if err := prog.Command(ctx, root, "ci/docker-engine.sh"); err != nil {
+		return fmt.Errorf("starting a Docker engine: %w", err)
+	}
+	return nil
+}
+
 // prepareImages makes sure a Docker engine answers and every image the run
 // loads into kind is present: inside a Gauntlet checkout it builds what is
 // missing (each build step reuses what exists); elsewhere it names what is
@@ -42,13 +60,8 @@ func repoRoot() string {
 func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	root := repoRoot()
 	prog.Phase("Docker engine")
-	if err := exec.CommandContext(ctx, "docker", "info").Run(); err != nil {
-		if root == "" {
-			return fmt.Errorf("no Docker engine answers (docker info: %w); start one, or run from a Gauntlet checkout, whose ci/docker-engine.sh installs and starts Debian's", err)
-		}
-		if err := prog.Command(ctx, root, "ci/docker-engine.sh"); err != nil {
-			return fmt.Errorf("starting a Docker engine: %w", err)
-		}
+	if err := ensureDockerEngine(ctx, prog); err != nil {
+		return err
 	}
 	prog.Done()
 	if root != "" && f.buildImages {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -39,6 +38,8 @@ type shardFlags struct {
 	publish          bool
 	image            string
 	cpu, memory      string
+	// cpuQ and memoryQ are cpu and memory parsed, by validate.
+	cpuQ, memoryQ resource.Quantity
 }
 
 func (s *shardFlags) register(cmd *cobra.Command) {
@@ -68,10 +69,12 @@ func (s *shardFlags) validate(f *exploreFlags) error {
 	case s.publish && s.shard == "":
 		return usagef("--publish is for a shard's pod, which also has --shard k/n")
 	}
-	for flag, v := range map[string]string{"--shard-cpu": s.cpu, "--shard-memory": s.memory} {
-		if _, err := resource.ParseQuantity(v); err != nil {
-			return usagef("%s %q: %v", flag, v, err)
-		}
+	var err error
+	if s.cpuQ, err = resource.ParseQuantity(s.cpu); err != nil {
+		return usagef("--shard-cpu %q: %v", s.cpu, err)
+	}
+	if s.memoryQ, err = resource.ParseQuantity(s.memory); err != nil {
+		return usagef("--shard-memory %q: %v", s.memory, err)
 	}
 	if s.shard != "" {
 		k, n, err := report.ParseShard(s.shard)
@@ -115,7 +118,7 @@ func (f *exploreFlags) runShards(ctx context.Context, stdout, stderr io.Writer) 
 		Job: shard.JobOptions{Name: fmt.Sprintf("explore-%d", f.o.Seed), Namespace: "gauntlet-explore",
 			Image: image, Args: f.shardArgs(), Shards: f.s.shards, Parallelism: f.s.parallel,
 			DeadlineSeconds: int64((f.o.Budget + 15*time.Minute).Seconds()),
-			CPU:             resource.MustParse(f.s.cpu), Memory: resource.MustParse(f.s.memory)},
+			CPU:             f.s.cpuQ, Memory: f.s.memoryQ},
 		Keep: f.keep, Out: f.report, OperatorFile: f.loaded.OperatorFile, Logf: prog.Printf,
 	})
 	prog.Done()
@@ -137,8 +140,8 @@ func (f *exploreFlags) runShards(ctx context.Context, stdout, stderr io.Writer) 
 func (f *exploreFlags) shardImage(ctx context.Context, prog *progress, assets string) (string, error) {
 	prog.Phase("shard image")
 	defer prog.Done()
-	if err := exec.CommandContext(ctx, "docker", "info").Run(); err != nil {
-		return "", fmt.Errorf("the shard image is built with Docker, and no Docker engine answers (docker info: %w)", err)
+	if err := ensureDockerEngine(ctx, prog); err != nil {
+		return "", fmt.Errorf("the shard image is built with Docker: %w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
