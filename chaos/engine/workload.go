@@ -102,7 +102,10 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 		r.closer = append(r.closer, func() { _ = cli.Close() })
 		replicas = append(replicas, workload.EtcdKV{Client: cli, RequireLeader: true})
 	}
-	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second, MaxBackoff: 8 * time.Second}
+	// The read-back gives each member 2 s: a member scaled away during the
+	// run hangs every read sent to it and must not starve the others.
+	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second, MaxBackoff: 8 * time.Second,
+		ReadTimeout: 2 * time.Second}
 	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
 		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
 	r.closer = append(r.closer, func() { load.Stop() })

@@ -23,6 +23,11 @@ type Failover struct {
 	// 1s); MaxBackoff bounds its doubling (default 8×Backoff).
 	Backoff    time.Duration
 	MaxBackoff time.Duration
+	// ReadTimeout bounds each replica's answer in GetAt, so a replica that
+	// hangs (a member scaled away, its client waiting for a connection
+	// that never comes) costs one bounded wait, and the rest of the
+	// caller's deadline goes to the others. Zero leaves it to the caller.
+	ReadTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -127,19 +132,42 @@ func (f *Failover) Get(ctx context.Context, key string) (string, bool, error) {
 }
 
 // GetAt implements KV. It checks history after the fault, so it asks each
-// replica in turn until one answers.
+// replica in turn, each for at most ReadTimeout, until one answers. A
+// replica asked when the caller's deadline runs out is not counted as
+// failed: the wait was not its own.
 func (f *Failover) GetAt(ctx context.Context, key string, revision int64) (string, int64, bool, error) {
-	var err error
+	err := ctx.Err()
 	for range f.Replicas {
+		if ctx.Err() != nil {
+			break
+		}
 		i := f.pick()
-		var v string
-		var mod int64
-		var found bool
-		v, mod, found, err = f.Replicas[i].GetAt(ctx, key, revision)
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if f.ReadTimeout > 0 {
+			rctx, cancel = context.WithTimeout(ctx, f.ReadTimeout)
+		}
+		var (
+			v     string
+			mod   int64
+			found bool
+		)
+		v, mod, found, err = f.Replicas[i].GetAt(rctx, key, revision)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			f.release(i)
+			break
+		}
 		f.done(i, err)
 		if err == nil {
 			return v, mod, found, nil
 		}
 	}
 	return "", 0, false, err
+}
+
+// release ends replica i's operation without judging it.
+func (f *Failover) release(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state[i].probing = false
 }
