@@ -34,7 +34,7 @@ MULTI_NODE             ?=
 KIND_CONFIG_SUFFIX      = $(if $(filter v1.35.%,$(NODE_K8S_VERSION)),,-podnet)
 KIND_CONFIG            ?= fixtures/kind/$(if $(filter 1,$(MULTI_NODE)),multi-node,single-node)$(KIND_CONFIG_SUFFIX).yaml
 # The offline node image is built here; an upstream one (kindest/node:...,
-# with KIND_CONFIG=fixtures/kind/upstream.yaml) is pulled by kind instead.
+# with KIND_CONFIG=fixtures/kind/single-node-upstream.yaml) is pulled by kind instead.
 NODE_IMAGE_DEP          = $(if $(filter gauntlet.dev/%,$(NODE_IMAGE)),node-image)
 
 ROOT      := $(abspath .)
@@ -219,6 +219,11 @@ test-explore-shards: gauntlet envtest-bins docker-engine $(NODE_IMAGE_DEP) ## Th
 .PHONY: test-registry-proof
 test-registry-proof: registry gauntlet images chaos-images $(NODE_IMAGE_DEP) ## The pull path on this machine: a local OCI registry (cmd/registry) mirrored by a kind cluster's containerd, gauntlet run --push-to, one chaos scenario whose images are all pulled through the mirror (not in make test).
 	NODE_IMAGE=$(NODE_IMAGE) ci/registry-proof.sh $(ARTIFACTS)/registry-proof
+
+.PHONY: test-pull-proof
+test-pull-proof: registry gauntlet images chaos-images ## The node image's pull path on this machine: the Docker engine mirrors Docker Hub to a local OCI registry serving kindest/node:v1.36.1, and gauntlet run --kubernetes-version 1.36 pulls it and runs one chaos scenario on it (not in make test; reloads the engine's daemon.json).
+	@$(MAKE) --no-print-directory node-image KUBERNETES_VERSION=v1.36.3
+	ci/pull-proof.sh $(ARTIFACTS)/pull-proof
 
 .PHONY: test-view-bugs
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).

@@ -63,7 +63,7 @@ node_image() {
 		return
 	fi
 	rm -f /tmp/gauntlet-pull.$$
-	NODE_IMAGE=$upstream KIND_CONFIG=fixtures/kind/upstream.yaml
+	NODE_IMAGE=$upstream KIND_CONFIG=fixtures/kind/single-node-upstream.yaml
 }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -100,7 +100,7 @@ unit) make lint verify-generated build test-unit test-etcd test-sim ;;
 integration) make test-int ${KUBERNETES_VERSION:+KUBERNETES_VERSION=$KUBERNETES_VERSION} ;;
 e2e)
 	image=$(upstream_node_image "${KUBERNETES_VERSION:?KUBERNETES_VERSION is required for the e2e tier}")
-	make test-e2e NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/upstream.yaml
+	make test-e2e NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/single-node-upstream.yaml
 	;;
 e2e-smoke)
 	make docker-engine
@@ -123,7 +123,7 @@ chaos)
 	image=$(upstream_node_image "${KUBERNETES_VERSION:-$(sed -n 's/^KIND_NODE_VERSION *?= *//p' Makefile)}")
 	make docker-engine
 	chaos_rootfs
-	make chaos NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/upstream.yaml ARGS="--report artifacts/chaos-ci"
+	make chaos NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/single-node-upstream.yaml ARGS="--report artifacts/chaos-ci"
 	;;
 *) echo "unknown tier $tier: unit, integration, e2e, e2e-smoke, chaos-one or chaos" >&2; exit 2 ;;
 esac

@@ -45,9 +45,6 @@ const (
 	// chaos tier and the gauntlet CLI.
 	DefaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
 	DefaultKindConfig = "fixtures/kind/single-node.yaml"
-	// MultiNodeKindConfig is a control plane and three workers, for
-	// scenarios that lose a node.
-	MultiNodeKindConfig = "fixtures/kind/multi-node.yaml"
 )
 
 // Options describe the cluster a suite runs on.

@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // repoRoot is the Gauntlet checkout around the working directory (its
@@ -64,6 +67,11 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		return err
 	}
 	prog.Done()
+	if f.kubeconfig == "" {
+		prog.Phase("node image")
+		f.resolveNodeImage(ctx, prog)
+		prog.Done()
+	}
 	if root != "" && f.buildImages {
 		prog.Phase("images")
 		if targets := imageTargets(f); len(targets) > 0 {
@@ -89,6 +97,73 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("images missing from the Docker engine: %s (in a Gauntlet checkout, gauntlet run --build-images builds them; otherwise build them or set the Operator file's variables with --set)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// pullTimeout bounds pulling kind's node image (about 1 GB).
+const pullTimeout = 5 * time.Minute
+
+// resolveNodeImage settles the node image and the kind config of a
+// cluster made here. --node-image is taken as given; otherwise kind's
+// upstream image for --kubernetes-version when the Docker engine has it
+// or pulls it, else (with --offline at once) the one this checkout builds.
+// Each choice is printed with its reason. The config is the one
+// fixtures/kind has for the image, unless --kind-config names one.
+func (f *runFlags) resolveNodeImage(ctx context.Context, prog *progress) {
+	if f.nodeImage == "" {
+		ni, _ := cluster.NodeImageFor(f.kubernetesVersion) // checked by validate
+		f.nodeImage = pickNodeImage(ctx, ni, f.offline, prog)
+	}
+	if f.kindConfig == "" {
+		f.kindConfig = framework.CRDPath(cluster.KindConfigFor(f.nodeImage, f.multiNode))
+	}
+}
+
+// pickNodeImage is kind's image for the minor when the engine has it or
+// pulls it, else the one built offline.
+func pickNodeImage(ctx context.Context, ni cluster.NodeImage, offline bool, prog *progress) string {
+	if offline {
+		prog.Printf("node image: %s (--offline: nothing is pulled; built here when missing)", ni.Offline)
+		return ni.Offline
+	}
+	if exec.CommandContext(ctx, "docker", "image", "inspect", ni.Upstream).Run() == nil {
+		prog.Printf("node image: %s, already in the Docker engine", ni.Upstream)
+		return ni.Upstream
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(pctx, "docker", "pull", "-q", ni.Upstream).CombinedOutput()
+	if err == nil {
+		prog.Printf("node image: pulled %s in %s", ni.Upstream, time.Since(start).Round(100*time.Millisecond))
+		return ni.Upstream
+	}
+	why := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(why, '\n'); i >= 0 {
+		why = why[i+1:]
+	}
+	if pctx.Err() != nil {
+		why = fmt.Sprintf("no answer in %s", pullTimeout)
+	}
+	prog.Printf("node image: pulling %s failed (%s); %s instead, built here when missing", ni.Upstream, why, ni.Offline)
+	return ni.Offline
+}
+
+// buildNodeImage builds an offline node image (gauntlet.dev/kind-node)
+// that the Docker engine lacks, in a Gauntlet checkout (make node-image
+// reuses what exists); other images are left to kind.
+func buildNodeImage(ctx context.Context, image string, prog *progress) error {
+	tag, ok := strings.CutPrefix(image, "gauntlet.dev/kind-node:")
+	if !ok || exec.CommandContext(ctx, "docker", "image", "inspect", image).Run() == nil {
+		return nil
+	}
+	root := repoRoot()
+	if root == "" {
+		return fmt.Errorf("node image %s is missing from the Docker engine: build it in a Gauntlet checkout (make node-image KUBERNETES_VERSION=%s), or give --node-image", image, tag)
+	}
+	if err := prog.Command(ctx, root, "make", "--no-print-directory", "node-image", "KIND_NODE_VERSION="+tag); err != nil {
+		return fmt.Errorf("building the node image %s: %w", image, err)
 	}
 	return nil
 }

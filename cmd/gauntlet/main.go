@@ -51,7 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errFailedRun), errors.Is(err, errInvalidFiles), errors.Is(err, errRegressed):
 		return 1
-	case errors.As(err, &ue) || isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command"):
+	case errors.As(err, &ue) || isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command") ||
+		// cobra's flag groups (MarkFlagsMutuallyExclusive) return an untyped error.
+		strings.HasPrefix(err.Error(), "if any flags in the group"):
 		_, _ = fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		_, _ = fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return 2

@@ -43,6 +43,8 @@ type runFlags struct {
 	report                     string
 	kubeconfig                 string
 	nodeImage, kindConfig      string
+	kubernetesVersion          string
+	offline                    bool
 	keep, buildImages, verbose bool
 	multiNode                  bool
 	envtest                    bool
@@ -91,9 +93,13 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	}
 	fs.StringVar(&f.report, "report", "", "folder for the report (default: artifacts/chaos-<UTC time>)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
-	fs.StringVar(&f.nodeImage, "node-image", getenv("GAUNTLET_NODE_IMAGE", cluster.DefaultNodeImage), "kind node image (gauntlet.dev/* images are built offline when missing)")
-	fs.StringVar(&f.kindConfig, "kind-config", getenv("GAUNTLET_KIND_CONFIG", cluster.DefaultKindConfig), "kind cluster config")
-	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster ("+cluster.MultiNodeKindConfig+": a control plane and three workers, for node-loss scenarios) instead of the single-node default")
+	fs.StringVar(&f.nodeImage, "node-image", os.Getenv("GAUNTLET_NODE_IMAGE"), "kind node image (default: kind's kindest/node for --kubernetes-version when the Docker engine has it or pulls it, else gauntlet.dev/kind-node built offline; gauntlet.dev/* images are built when missing)")
+	fs.StringVar(&f.kubernetesVersion, "kubernetes-version", getenv("GAUNTLET_KUBERNETES_VERSION", cluster.NodeImages[0].Minor), "Kubernetes minor of a kind cluster made here ("+nodeMinors()+"), when --node-image is not given")
+	fs.BoolVar(&f.offline, "offline", os.Getenv("GAUNTLET_OFFLINE") != "", "pull nothing: build the kind node image here (from Go modules and Debian packages) rather than pull kind's (env GAUNTLET_OFFLINE)")
+	cmd.MarkFlagsMutuallyExclusive("node-image", "kubernetes-version")
+	cmd.MarkFlagsMutuallyExclusive("node-image", "offline")
+	fs.StringVar(&f.kindConfig, "kind-config", os.Getenv("GAUNTLET_KIND_CONFIG"), "kind cluster config (default: the one fixtures/kind has for the node image)")
+	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster (a control plane and three workers, for node-loss scenarios) instead of the single-node default")
 	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
 	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it they reach the proxy through the API relay (--relay-image)")
 	fs.BoolVar(&f.proxyRelay, "proxy-relay", false, "on a kind cluster created here too, let the operator's pods reach the API proxy through the API relay, a pod tunnelled to this machine over a port-forward (as an existing cluster does without --proxy-address), not through the kind network's gateway")
@@ -222,8 +228,11 @@ func (f *runFlags) validate() error {
 	if f.envtest {
 		return nil // no kind cluster to configure
 	}
-	if f.multiNode {
-		f.kindConfig = cluster.MultiNodeKindConfig
+	if _, err := cluster.NodeImageFor(f.kubernetesVersion); err != nil {
+		return usagef("--kubernetes-version: %v", err)
+	}
+	if f.kindConfig == "" {
+		return nil // chosen with the node image (resolveNodeImage)
 	}
 	if _, err := os.Stat(f.kindConfig); err != nil && !filepath.IsAbs(f.kindConfig) {
 		// A path relative to the repository, from anywhere in it.
@@ -233,6 +242,15 @@ func (f *runFlags) validate() error {
 		return usagef("--kind-config: %w", err)
 	}
 	return nil
+}
+
+// nodeMinors lists the Kubernetes minors kind clusters are made at.
+func nodeMinors() string {
+	minors := make([]string, len(cluster.NodeImages))
+	for i, n := range cluster.NodeImages {
+		minors[i] = n.Minor
+	}
+	return strings.Join(minors, ", ")
 }
 
 func newRunCmd() *cobra.Command {

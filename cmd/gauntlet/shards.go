@@ -179,6 +179,10 @@ func (f *exploreFlags) shardCluster(ctx context.Context, prog *progress, image s
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		return cfg, func() {}, err
 	}
+	f.resolveNodeImage(ctx, prog)
+	if err := buildNodeImage(ctx, f.nodeImage, prog); err != nil {
+		return nil, nil, err
+	}
 	c, err := cluster.Start(ctx, cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep, Log: prog})
 	if err != nil {
 		return nil, nil, err

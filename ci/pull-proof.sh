@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The node image's pull path, proven on this machine without a registry on
+# the network: a real OCI registry (cmd/registry) serves the offline 1.36
+# node image under the name gauntlet run pulls for Kubernetes 1.36
+# (kindest/node:v1.36.1), and the Docker engine is given it as its Docker
+# Hub mirror ("registry-mirrors" in /etc/docker/daemon.json, reloaded with
+# SIGHUP), as a user behind a mirror configures it. gauntlet run
+# --kubernetes-version 1.36 must then pull the node image through the
+# mirror, make its kind cluster from it with kind's upstream config, and
+# pass one chaos scenario. The engine's configuration is restored at exit.
+#
+#   ci/pull-proof.sh [report dir]     (make test-pull-proof)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-artifacts/pull-proof}
+port=${REGISTRY_PORT:-5002}
+served=gauntlet.dev/kind-node:v1.36.3   # what the mirror serves ...
+upstream=kindest/node:v1.36.1           # ... under the name gauntlet run pulls for 1.36
+start=$(date +%s)
+log() { echo ">> $(date +%H:%M:%S) pull-proof: $*"; }
+
+rm -rf "$out" && mkdir -p "$out"
+docker image inspect "$served" >/dev/null || { echo "pull-proof: $served is missing: make node-image KUBERNETES_VERSION=1.36.3" >&2; exit 1; }
+
+bin/registry --listen "127.0.0.1:$port" --dir "$out/blobs" >"$out/registry.log" 2>&1 &
+registry=$!
+conf=/etc/docker/daemon.json
+cp "$conf" "$out/daemon.json.orig"
+reload() { kill -HUP "$(pidof dockerd)"; sleep 2; }
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+	if cp "$out/daemon.json.orig" "$conf"; then reload || true; fi
+	kill "$registry" 2>/dev/null || true
+	docker rmi "127.0.0.1:$port/$upstream" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+for _ in $(seq 1 50); do
+	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/" || true)
+	[ "$code" = 200 ] && break
+	sleep 0.2
+done
+[ "$code" = 200 ] || { echo "pull-proof: the registry does not answer on :$port" >&2; cat "$out/registry.log" >&2; exit 1; }
+log "registry serving on 127.0.0.1:$port"
+
+t=$(date +%s)
+docker tag "$served" "127.0.0.1:$port/$upstream"
+docker push -q "127.0.0.1:$port/$upstream" >/dev/null
+log "the registry serves $served as $upstream ($(( $(date +%s) - t ))s to push)"
+
+jq --arg m "http://127.0.0.1:$port" '."registry-mirrors" = [$m]' "$out/daemon.json.orig" >"$conf"
+reload
+mirrors=$(docker info --format '{{range .RegistryConfig.Mirrors}}{{.}} {{end}}')
+[[ $mirrors == *"127.0.0.1:$port"* ]] || { echo "pull-proof: the engine did not take the mirror (mirrors: '$mirrors')" >&2; exit 1; }
+log "the Docker engine mirrors Docker Hub to $mirrors"
+docker rmi "$upstream" >/dev/null 2>&1 || true
+
+t=$(date +%s)
+rc=0
+bin/gauntlet run --kubernetes-version 1.36 -f suites/chaos/scenarios --scenario leader-pod-kill --seed 1 \
+	--report "$out/run" >"$out/run.log" 2>&1 || rc=$?
+grep -E 'node image:|created kind cluster|\| leader-pod-kill' "$out/run.log" | sed 's/^/    /' || true
+log "gauntlet run exited $rc after $(( $(date +%s) - t ))s (its log: $out/run.log)"
+pulls=$(grep -c "GET /v2/kindest/node/manifests/" "$out/registry.log" || true)
+log "manifest requests for kindest/node the registry served: $pulls"
+grep -q "node image: pulled $upstream" "$out/run.log" || { echo "pull-proof: gauntlet run did not pull $upstream" >&2; rc=1; }
+log "done in $(( $(date +%s) - start ))s"
+exit "$rc"

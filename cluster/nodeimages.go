@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// NodeImage is one Kubernetes minor's kind node image, from where users
+// get it and as this repository builds it without a registry.
+type NodeImage struct {
+	// Minor is the Kubernetes minor, "1.35".
+	Minor string
+	// Upstream is the image kind publishes for the minor (kind v0.31.0
+	// defaults to v1.35.0, v0.33.0 to v1.37.0; v1.36.1 was the default
+	// between): pulled where a registry answers.
+	Upstream string
+	// Offline is the image tools/images/node builds from Go modules and
+	// Debian packages (make node-image KUBERNETES_VERSION=...).
+	Offline string
+}
+
+// NodeImages are the minors the harness runs on, oldest first; the first
+// is the default.
+var NodeImages = []NodeImage{
+	{Minor: "1.35", Upstream: "kindest/node:v1.35.0", Offline: DefaultNodeImage},
+	{Minor: "1.36", Upstream: "kindest/node:v1.36.1", Offline: "gauntlet.dev/kind-node:v1.36.3"},
+	{Minor: "1.37", Upstream: "kindest/node:v1.37.0", Offline: "gauntlet.dev/kind-node:v1.37.2"},
+}
+
+// NodeImageFor is the node image of a minor, given as "1.36", "v1.36" or
+// a full version such as "1.36.3".
+func NodeImageFor(version string) (NodeImage, error) {
+	v := strings.TrimPrefix(version, "v")
+	if parts := strings.Split(v, "."); len(parts) >= 2 {
+		v = parts[0] + "." + parts[1]
+	}
+	i := slices.IndexFunc(NodeImages, func(n NodeImage) bool { return n.Minor == v })
+	if i < 0 {
+		minors := make([]string, len(NodeImages))
+		for k, n := range NodeImages {
+			minors[k] = n.Minor
+		}
+		return NodeImage{}, fmt.Errorf("no kind node image known for Kubernetes %q: give one of %s", version, strings.Join(minors, ", "))
+	}
+	return NodeImages[i], nil
+}
+
+// KindConfigFor is the kind config (relative to the repository) that a
+// cluster made from image needs: kind's own CNI for an upstream image,
+// podnet for the offline 1.36+ images, and for the offline 1.35 image (and
+// any other) the bridge CNI the harness routes between nodes.
+func KindConfigFor(image string, multiNode bool) string {
+	name := "single-node"
+	if multiNode {
+		name = "multi-node"
+	}
+	switch {
+	case strings.HasPrefix(image, "kindest/node:"):
+		name += "-upstream"
+	case strings.HasPrefix(image, "gauntlet.dev/kind-node:") && image != DefaultNodeImage:
+		name += "-podnet"
+	}
+	return "fixtures/kind/" + name + ".yaml"
+}
