@@ -220,6 +220,11 @@ test-explore-shards: gauntlet envtest-bins docker-engine $(NODE_IMAGE_DEP) ## Th
 test-registry-proof: registry gauntlet images chaos-images $(NODE_IMAGE_DEP) ## The pull path on this machine: a local OCI registry (cmd/registry) mirrored by a kind cluster's containerd, gauntlet run --push-to, one chaos scenario whose images are all pulled through the mirror (not in make test).
 	NODE_IMAGE=$(NODE_IMAGE) ci/registry-proof.sh $(ARTIFACTS)/registry-proof
 
+FRESH_PATH ?= offline
+.PHONY: test-fresh-proof
+test-fresh-proof: registry ## Time to the first verdict from a fresh clone of HEAD with an empty Docker engine and empty Go caches: FRESH_PATH=offline (every image built here) or pull (images served by a local registry); not in make test; swaps the Docker engine for the run.
+	ci/fresh-proof.sh $(FRESH_PATH) $(ARTIFACTS)/fresh-proof-$(FRESH_PATH)
+
 .PHONY: test-pull-proof
 test-pull-proof: registry gauntlet images chaos-images ## The node image's pull path on this machine: the Docker engine mirrors Docker Hub to a local OCI registry serving kindest/node:v1.36.1, and gauntlet run --kubernetes-version 1.36 pulls it and runs one chaos scenario on it (not in make test; reloads the engine's daemon.json).
 	@$(MAKE) --no-print-directory node-image KUBERNETES_VERSION=v1.36.3

@@ -14,6 +14,8 @@
 #   ci/pull-proof.sh [report dir]     (make test-pull-proof)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 
 out=${1:-artifacts/pull-proof}
 port=${REGISTRY_PORT:-5002}
@@ -47,12 +49,7 @@ cleanup() {
 	docker rmi "127.0.0.1:$port/$upstream" "$upstream" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 50); do
-	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/" || true)
-	[ "$code" = 200 ] && break
-	sleep 0.2
-done
-[ "$code" = 200 ] || { echo "pull-proof: the registry does not answer on :$port" >&2; cat "$out/registry.log" >&2; exit 1; }
+wait_registry "$port" "$out/registry.log" pull-proof
 log "registry serving on 127.0.0.1:$port"
 
 t=$(date +%s)

@@ -11,6 +11,8 @@
 #   ci/registry-proof.sh [report dir]     (make test-registry-proof)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 
 out=${1:-artifacts/registry-proof}
 port=${REGISTRY_PORT:-5001}
@@ -35,12 +37,7 @@ cleanup() {
 	kill "$registry" 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 50); do
-	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/" || true)
-	[ "$code" = 200 ] && break
-	sleep 0.2
-done
-[ "$code" = 200 ] || { echo "registry-proof: the registry does not answer on :$port" >&2; cat "$out/registry.log" >&2; exit 1; }
+wait_registry "$port" "$out/registry.log" registry-proof
 log "registry serving on 0.0.0.0:$port (the nodes reach it at $gateway:$port)"
 
 # The single-node config, with containerd mirroring the images' registries

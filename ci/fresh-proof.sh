@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Time to the first verdict on a fresh machine, measured on this one: HEAD
+# is cloned anew, a Docker engine with an empty data root takes the place
+# of the running one, and Go's build and module caches start empty. Then a
+# new user's steps run: make gauntlet, and gauntlet run of one chaos
+# scenario, which builds or pulls every image it needs. Each step's time
+# is printed, and the time from the clone to the scenario's verdict. A
+# second gauntlet run follows on the now warm engine and caches: every
+# image is reused, and each image's own checks run again.
+#
+#   ci/fresh-proof.sh offline [report dir]   the air-gapped path: --offline,
+#                                            every image built here
+#   ci/fresh-proof.sh pull [report dir]      the pull path: a registry on this
+#       machine (cmd/registry, built by make registry in this checkout)
+#       serves kind's node image for 1.36 and Chaos Mesh's release images
+#       under their upstream names; the fresh engine mirrors Docker Hub to
+#       it (--registry-mirror) and gauntlet run is given it as Chaos Mesh's
+#       registry (--chaos-mesh-registry), as a user behind a mirror would
+#
+# Root only. It stops the running Docker engine (no container may run) and
+# starts it again at exit. The work folder (engine data, caches, clone;
+# about 15 GB offline) is /var/tmp/gauntlet-fresh, removed at exit unless
+# KEEP=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
+
+mode=${1:-}
+case $mode in offline|pull) ;; *) sed -n '10,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2;; esac
+out=$(realpath -m "${2:-artifacts/fresh-proof-$mode}")
+work=/var/tmp/gauntlet-fresh
+port=${REGISTRY_PORT:-5002}
+start=$(date +%s)
+log() { echo ">> $(date +%H:%M:%S) fresh-proof: $*"; }
+since() { echo "$(( $(date +%s) - $1 ))s"; }
+
+[ "$(id -u)" = 0 ] || { echo "fresh-proof: run as root (it swaps the Docker engine)" >&2; exit 1; }
+if [ -n "$(docker ps -q 2>/dev/null)" ]; then
+	echo "fresh-proof: containers are running (docker ps); stop them first" >&2
+	exit 1
+fi
+if [ "$mode" = pull ]; then
+	[ -x bin/registry ] || { echo "fresh-proof: bin/registry is missing: make registry" >&2; exit 1; }
+	for img in gauntlet.dev/kind-node:v1.36.3 gauntlet.dev/chaos-controller-manager:v0.9.1-47411975a8cb \
+		gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb; do
+		docker image inspect "$img" >/dev/null || { echo "fresh-proof: $img is missing (make node-image KUBERNETES_VERSION=1.36.3 chaos-images)" >&2; exit 1; }
+	done
+fi
+rm -rf "$out" "$work" && mkdir -p "$out" "$work"
+
+registry=
+fresh=
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+	if [ -n "$fresh" ]; then
+		docker ps -aq | xargs -r docker rm -f >/dev/null 2>&1 || true
+		kill "$fresh" 2>/dev/null || true
+		for _ in $(seq 1 60); do kill -0 "$fresh" 2>/dev/null || break; sleep 1; done
+	fi
+	[ -z "$registry" ] || kill "$registry" 2>/dev/null || true
+	ci/docker-engine.sh >/dev/null || echo "fresh-proof: the Docker engine did not start again: ci/docker-engine.sh" >&2
+	[ "${KEEP:-}" = 1 ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The pull path's registry, filled from the running engine before it stops:
+# what a registry on the network would serve under these names.
+mirror=()
+if [ "$mode" = pull ]; then
+	bin/registry --listen "127.0.0.1:$port" --dir "$work/registry" >"$out/registry.log" 2>&1 &
+	registry=$!
+	wait_registry "$port" "$out/registry.log" fresh-proof
+	t=$(date +%s)
+	while read -r local upstream; do
+		docker tag "$local" "127.0.0.1:$port/$upstream"
+		docker push -q "127.0.0.1:$port/$upstream" >/dev/null
+		docker rmi "127.0.0.1:$port/$upstream" >/dev/null
+	done <<EOF
+gauntlet.dev/kind-node:v1.36.3 kindest/node:v1.36.1
+gauntlet.dev/chaos-controller-manager:v0.9.1-47411975a8cb chaos-mesh/chaos-mesh:v2.8.4
+gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb chaos-mesh/chaos-daemon:v2.8.4
+EOF
+	log "the registry on 127.0.0.1:$port serves kindest/node:v1.36.1 and chaos-mesh/{chaos-mesh,chaos-daemon}:v2.8.4 ($(since "$t") to push)"
+	mirror=(--registry-mirror "http://127.0.0.1:$port")
+fi
+
+t=$(date +%s)
+if pid=$(pidof dockerd); then
+	kill "$pid"
+	for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+	! kill -0 "$pid" 2>/dev/null || { echo "fresh-proof: dockerd ($pid) did not stop" >&2; exit 1; }
+fi
+dockerd --data-root "$work/docker" --exec-root "$work/exec" --pidfile "$work/dockerd.pid" "${mirror[@]}" \
+	>"$out/dockerd.log" 2>&1 &
+fresh=$!
+for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+docker info >/dev/null 2>&1 || { echo "fresh-proof: the empty engine did not answer" >&2; tail -20 "$out/dockerd.log" >&2; exit 1; }
+log "an empty Docker engine answers ($(docker images -q | wc -l) images; data root $work/docker) after $(since "$t")"
+
+export GOCACHE=$work/go-build GOMODCACHE=$work/go-mod GOPATH=$work/go
+t0=$(date +%s)
+git clone -q --no-local . "$work/src"
+log "cloned $(git rev-parse --short HEAD) in $(since "$t0"); Go's caches are empty ($GOCACHE, $GOMODCACHE)"
+cd "$work/src"
+
+t=$(date +%s)
+make --no-print-directory gauntlet >"$out/make-gauntlet.log" 2>&1 || { tail -20 "$out/make-gauntlet.log" >&2; exit 1; }
+log "make gauntlet: $(since "$t")"
+
+args=(-f suites/chaos/scenarios --scenario leader-pod-kill --seed 1)
+if [ "$mode" = offline ]; then
+	args+=(--offline)
+else
+	args+=(--kubernetes-version 1.36 --chaos-mesh-registry "127.0.0.1:$port")
+fi
+# run <name>: gauntlet run, each line stamped with the seconds since the clone.
+run() {
+	local rc=0 t
+	t=$(date +%s)
+	bin/gauntlet run "${args[@]}" --report "$out/$1" 2>&1 | while IFS= read -r line; do
+		printf '%5ds %s\n' "$(( $(date +%s) - t0 ))" "$line"
+	done >"$out/$1.log" || rc=$?
+	log "gauntlet run ($1) exited $rc after $(since "$t")"
+	grep -E 'node image:|Chaos Mesh images?:|done in|reusing|checked|pulled|\| leader-pod-kill' "$out/$1.log" | sed 's/^/    /' >"$out/$1.summary" || true
+	return "$rc"
+}
+rc=0
+run first || rc=$?
+verdict=$(grep -m1 '| leader-pod-kill |' "$out/first.log" || true)
+[ -n "$verdict" ] || { echo "fresh-proof: the first run printed no verdict (its log: $out/first.log)" >&2; exit 1; }
+log "first verdict $(awk '{print $1}' <<<"$verdict") after the clone: $(sed 's/^ *[0-9]*s //' <<<"$verdict")"
+log "where the time went (the first run's steps):"
+grep -E 'done in|finished in|pulled|built' "$out/first.log" | sed 's/^/    /' | head -60
+run second || rc=$?
+log "the second run on the warm engine and caches: $(grep -c 'reusing' "$out/second.log" || true) images reused, $(grep -c 'checked' "$out/second.log" || true) checks run"
+log "the work folder holds $(du -sh "$work" | cut -f1); done in $(since "$start")"
+exit "$rc"

@@ -1,0 +1,17 @@
+# shellcheck shell=bash
+# Shared by the ci/ proofs that run cmd/registry: sourced, not run.
+
+# wait_registry <port> <registry log> <who>: waits (10 s at most) until the
+# registry on 127.0.0.1:<port> answers /v2/ with 200; otherwise prints the
+# registry's log and fails.
+wait_registry() {
+	local port=$1 logfile=$2 who=$3 code=
+	for _ in $(seq 1 50); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/" || true)
+		[ "$code" = 200 ] && return 0
+		sleep 0.2
+	done
+	echo "$who: the registry does not answer on :$port (last answer: ${code:-none})" >&2
+	cat "$logfile" >&2
+	return 1
+}
