@@ -226,7 +226,7 @@ test-fresh-proof: registry ## Time to the first verdict from a fresh clone of HE
 	ci/fresh-proof.sh $(FRESH_PATH) $(ARTIFACTS)/fresh-proof-$(FRESH_PATH)
 
 .PHONY: test-pull-proof
-test-pull-proof: registry gauntlet images chaos-images ## The node image's pull path on this machine: the Docker engine mirrors Docker Hub to a local OCI registry serving kindest/node:v1.36.1, and gauntlet run --kubernetes-version 1.36 pulls it and runs one chaos scenario on it (not in make test; reloads the engine's daemon.json).
+test-pull-proof: registry gauntlet images chaos-images ## The pull path of the node image and Chaos Mesh's images on this machine: a local OCI registry serves kindest/node:v1.36.1 (the engine's Docker Hub mirror) and chaos-mesh/*:v2.8.4 (--chaos-mesh-registry); gauntlet run --kubernetes-version 1.36 pulls all three and runs one chaos scenario (not in make test; reloads the engine's daemon.json).
 	@$(MAKE) --no-print-directory node-image KUBERNETES_VERSION=v1.36.3
 	ci/pull-proof.sh $(ARTIFACTS)/pull-proof
 

@@ -42,8 +42,7 @@ if [ -n "$(docker ps -q 2>/dev/null)" ]; then
 fi
 if [ "$mode" = pull ]; then
 	[ -x bin/registry ] || { echo "fresh-proof: bin/registry is missing: make registry" >&2; exit 1; }
-	for img in gauntlet.dev/kind-node:v1.36.3 gauntlet.dev/chaos-controller-manager:v0.9.1-47411975a8cb \
-		gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb; do
+	for img in "${PROOF_SERVED[@]}"; do
 		docker image inspect "$img" >/dev/null || { echo "fresh-proof: $img is missing (make node-image KUBERNETES_VERSION=1.36.3 chaos-images)" >&2; exit 1; }
 	done
 fi
@@ -72,16 +71,12 @@ if [ "$mode" = pull ]; then
 	registry=$!
 	wait_registry "$port" "$out/registry.log" fresh-proof
 	t=$(date +%s)
-	while read -r local upstream; do
-		docker tag "$local" "127.0.0.1:$port/$upstream"
-		docker push -q "127.0.0.1:$port/$upstream" >/dev/null
-		docker rmi "127.0.0.1:$port/$upstream" >/dev/null
-	done <<EOF
-gauntlet.dev/kind-node:v1.36.3 kindest/node:v1.36.1
-gauntlet.dev/chaos-controller-manager:v0.9.1-47411975a8cb chaos-mesh/chaos-mesh:v2.8.4
-gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb chaos-mesh/chaos-daemon:v2.8.4
-EOF
-	log "the registry on 127.0.0.1:$port serves kindest/node:v1.36.1 and chaos-mesh/{chaos-mesh,chaos-daemon}:v2.8.4 ($(since "$t") to push)"
+	for i in "${!PROOF_SERVED[@]}"; do
+		docker tag "${PROOF_SERVED[$i]}" "127.0.0.1:$port/${PROOF_PATHS[$i]}"
+		docker push -q "127.0.0.1:$port/${PROOF_PATHS[$i]}" >/dev/null
+		docker rmi "127.0.0.1:$port/${PROOF_PATHS[$i]}" >/dev/null
+	done
+	log "the registry on 127.0.0.1:$port serves ${PROOF_PATHS[*]} ($(since "$t") to push)"
 	mirror=(--registry-mirror "http://127.0.0.1:$port")
 fi
 

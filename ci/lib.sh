@@ -15,3 +15,13 @@ wait_registry() {
 	cat "$logfile" >&2
 	return 1
 }
+
+# What the pull proofs' registry serves: images built here (PROOF_SERVED),
+# each at the path of the upstream image gauntlet run pulls in its place
+# (PROOF_PATHS): kind's node image for Kubernetes 1.36 and Chaos Mesh's
+# release images.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+PROOF_SERVED=(gauntlet.dev/kind-node:v1.36.3 gauntlet.dev/chaos-controller-manager:v0.9.1-47411975a8cb
+	gauntlet.dev/chaos-daemon:v0.9.1-47411975a8cb)
+# shellcheck disable=SC2034
+PROOF_PATHS=(kindest/node:v1.36.1 chaos-mesh/chaos-mesh:v2.8.4 chaos-mesh/chaos-daemon:v2.8.4)

@@ -3,67 +3,42 @@
 #
 #   ci/tier.sh unit          lint, generated files, build, unit, etcd and simulation tiers
 #   ci/tier.sh integration   envtest at KUBERNETES_VERSION (built from Go modules, cached in bin/)
-#   ci/tier.sh e2e           kind at KUBERNETES_VERSION's minor, from the upstream kindest/node
-#                            image (GitHub's runners can pull it); the operator and etcd images
-#                            are still built here from Go modules
+#   ci/tier.sh e2e           the whole e2e suite on kind at KUBERNETES_VERSION's minor
 #   ci/tier.sh e2e-smoke     the e2e smoke (one 3-member cluster Available with data, deleted
 #                            with its snapshot) on kind at KUBERNETES_VERSION's minor
 #   ci/tier.sh chaos-one     one chaos scenario (leader-pod-kill) through the gauntlet CLI on kind
 #                            at KUBERNETES_VERSION's minor
-#   ci/tier.sh chaos         `make chaos`: every chaos scenario through the gauntlet CLI on kind,
-#                            upstream kindest/node image of KUBERNETES_VERSION's minor (default:
-#                            the Makefile's KIND_NODE_VERSION); Chaos Mesh images built here from
-#                            its Go module and Debian packages; report in artifacts/chaos-ci/
+#   ci/tier.sh chaos         `make chaos`: every chaos scenario through the gauntlet CLI on kind
+#                            at KUBERNETES_VERSION's minor (default: the Makefile's
+#                            KIND_NODE_VERSION); report in artifacts/chaos-ci/
 #
 # KUBERNETES_VERSION defaults to the Makefile's (KIND_NODE_VERSION for chaos). The kind tiers
-# take kind's node image for the minor when a registry answers, and build the node image here
-# from Go modules and Debian packages when the pull fails or GAUNTLET_OFFLINE=1 (saying which,
-# and why). ci/matrix.sh (make matrix) runs integration, e2e-smoke and chaos-one on every minor.
+# take the images gauntlet run would (settle_images): kind's node image for the minor and Chaos
+# Mesh's release images when a registry answers, else the ones built here from Go modules and
+# Debian packages (also with GAUNTLET_OFFLINE=1), saying which and why. The operator and etcd
+# images are always built here. ci/matrix.sh (make matrix) runs integration, e2e-smoke and
+# chaos-one on every minor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tier=${1:?usage: ci/tier.sh unit|integration|e2e|e2e-smoke|chaos-one|chaos}
 start=$(date +%s)
 echo ">> $(date +%H:%M:%S) tier $tier (KUBERNETES_VERSION=${KUBERNETES_VERSION:-Makefile default})"
 
-# kindest/node images published with kind releases, by Kubernetes minor
-# (kind v0.31.0 defaults to v1.35.0, kind v0.33.0 to v1.37.0; v1.36.1 was
-# kind's default in between).
-upstream_node_image() {
-	case ${1:-} in
-	v1.35.*) echo kindest/node:v1.35.0 ;;
-	v1.36.*) echo kindest/node:v1.36.1 ;;
-	v1.37.*) echo kindest/node:v1.37.0 ;;
-	*) echo "no upstream kind node image known for Kubernetes '${1:-}'" >&2; return 1 ;;
-	esac
-}
-
-# node_image VERSION: sets NODE_IMAGE and KIND_CONFIG for a kind cluster of that version:
-# kind's upstream image when it pulls, else the one built here (tools/images/node).
-node_image() {
-	local v=$1 upstream t
-	upstream=$(upstream_node_image "$v")
-	t=$(date +%s)
-	if [ -z "${GAUNTLET_OFFLINE:-}" ] && docker image inspect "$upstream" >/dev/null 2>&1; then
-		echo ">> $(date +%H:%M:%S) node image: $upstream, already in the engine"
-	elif [ -z "${GAUNTLET_OFFLINE:-}" ] && timeout "${PULL_TIMEOUT:-300}" docker pull -q "$upstream" >/tmp/gauntlet-pull.$$ 2>&1; then
-		echo ">> $(date +%H:%M:%S) node image: pulled $upstream in $(( $(date +%s) - t ))s"
-	else
-		if [ -n "${GAUNTLET_OFFLINE:-}" ]; then
-			echo ">> $(date +%H:%M:%S) node image: GAUNTLET_OFFLINE is set; building gauntlet.dev/kind-node:$v here"
-		else
-			echo ">> $(date +%H:%M:%S) node image: pulling $upstream failed ($(tail -1 /tmp/gauntlet-pull.$$)); building gauntlet.dev/kind-node:$v here"
-		fi
-		make node-image KUBERNETES_VERSION="$v"
-		NODE_IMAGE=gauntlet.dev/kind-node:$v
-		case $v in
-		v1.35.*) KIND_CONFIG=fixtures/kind/single-node.yaml ;;
-		*) KIND_CONFIG=fixtures/kind/single-node-podnet.yaml ;;
-		esac
-		rm -f /tmp/gauntlet-pull.$$
-		return
+# settle_images VERSION: sets NODE_IMAGE, KIND_CONFIG, CHAOS_CONTROLLER_IMAGE and
+# CHAOS_DAEMON_IMAGE as gauntlet run settles them for that Kubernetes version (`gauntlet
+# images`: kind's and Chaos Mesh's upstream images when the engine has them or pulls them,
+# else the ones built here; GAUNTLET_OFFLINE=1 pulls nothing; it says which and why), and
+# builds the node image when it is the one built here.
+settle_images() {
+	make --no-print-directory gauntlet
+	local out k v
+	out=$(bin/gauntlet images --kubernetes-version "$1")
+	while IFS='=' read -r k v; do
+		case $k in NODE_IMAGE | KIND_CONFIG | CHAOS_CONTROLLER_IMAGE | CHAOS_DAEMON_IMAGE) export "$k=$v" ;; esac
+	done <<<"$out"
+	if [[ $NODE_IMAGE == gauntlet.dev/* ]]; then
+		make node-image KUBERNETES_VERSION="${NODE_IMAGE##*:}"
 	fi
-	rm -f /tmp/gauntlet-pull.$$
-	NODE_IMAGE=$upstream KIND_CONFIG=fixtures/kind/single-node-upstream.yaml
 }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -99,20 +74,21 @@ case $tier in
 unit) make lint verify-generated build test-unit test-etcd test-sim ;;
 integration) make test-int ${KUBERNETES_VERSION:+KUBERNETES_VERSION=$KUBERNETES_VERSION} ;;
 e2e)
-	image=$(upstream_node_image "${KUBERNETES_VERSION:?KUBERNETES_VERSION is required for the e2e tier}")
-	make test-e2e NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/single-node-upstream.yaml
+	make docker-engine
+	settle_images "${KUBERNETES_VERSION:?KUBERNETES_VERSION is required for the e2e tier}"
+	make test-e2e NODE_IMAGE="$NODE_IMAGE" KIND_CONFIG="$KIND_CONFIG"
 	;;
 e2e-smoke)
 	make docker-engine
-	node_image "v${KUBERNETES_VERSION#v}"
+	settle_images "v${KUBERNETES_VERSION#v}"
 	make test-e2e-smoke NODE_IMAGE="$NODE_IMAGE" KIND_CONFIG="$KIND_CONFIG"
 	;;
 chaos-one)
 	make docker-engine
-	node_image "v${KUBERNETES_VERSION#v}"
+	settle_images "v${KUBERNETES_VERSION#v}"
 	# As root the CLI builds every Chaos Mesh image step itself; a runner's user needs the
-	# rootfs step under sudo first (chaos_rootfs).
-	if [ "$(id -u)" != 0 ]; then chaos_rootfs; fi
+	# rootfs step under sudo first (chaos_rootfs), when Chaos Mesh's images are built here.
+	if [ "$(id -u)" != 0 ] && [[ $CHAOS_CONTROLLER_IMAGE == gauntlet.dev/* ]]; then chaos_rootfs; fi
 	make chaos NODE_IMAGE="$NODE_IMAGE" KIND_CONFIG="$KIND_CONFIG" \
 		ARGS="--scenario leader-pod-kill --seed 1 --report artifacts/chaos-one-v${KUBERNETES_VERSION#v}"
 	;;
@@ -120,10 +96,10 @@ chaos)
 	# GitHub's runners' kernels have netem, so the 100 ms delay and 30 % loss scenarios run
 	# there. Nothing to configure: the runner probes the node's kernel itself (chaos/node.go)
 	# and reports a scenario whose feature is missing as skipped, with the reason, never passed.
-	image=$(upstream_node_image "${KUBERNETES_VERSION:-$(sed -n 's/^KIND_NODE_VERSION *?= *//p' Makefile)}")
 	make docker-engine
-	chaos_rootfs
-	make chaos NODE_IMAGE="$image" KIND_CONFIG=fixtures/kind/single-node-upstream.yaml ARGS="--report artifacts/chaos-ci"
+	settle_images "${KUBERNETES_VERSION:-$(sed -n 's/^KIND_NODE_VERSION *?= *//p' Makefile)}"
+	if [[ $CHAOS_CONTROLLER_IMAGE == gauntlet.dev/* ]]; then chaos_rootfs; fi
+	make chaos NODE_IMAGE="$NODE_IMAGE" KIND_CONFIG="$KIND_CONFIG" ARGS="--report artifacts/chaos-ci"
 	;;
 *) echo "unknown tier $tier: unit, integration, e2e, e2e-smoke, chaos-one or chaos" >&2; exit 2 ;;
 esac

@@ -46,6 +46,27 @@ const (
 	DefaultTimeout       = 5 * time.Minute
 )
 
+// Chaos Mesh's release images that run with what this package installs:
+// ReleaseTag is the release the offline images' source follows (its Helm
+// chart names it), and ReleaseRegistry is where Chaos Mesh publishes.
+const (
+	ReleaseTag      = "v2.8.4"
+	ReleaseRegistry = "ghcr.io"
+)
+
+// ReleaseImages are the controller's and the daemon's ReleaseTag images
+// in registry (ReleaseRegistry when empty), named as Chaos Mesh's Helm
+// chart names them from its images.registry value: a mirror of
+// ghcr.io, say registry.example.com/ghcr, serves
+// registry.example.com/ghcr/chaos-mesh/chaos-mesh:v2.8.4.
+func ReleaseImages(registry string) (controller, daemon string) {
+	if registry == "" {
+		registry = ReleaseRegistry
+	}
+	registry = strings.TrimSuffix(registry, "/")
+	return registry + "/chaos-mesh/chaos-mesh:" + ReleaseTag, registry + "/chaos-mesh/chaos-daemon:" + ReleaseTag
+}
+
 // FieldOwner is the server-side apply field manager of every object
 // Install applies.
 const FieldOwner = "gauntlet-chaos-install"

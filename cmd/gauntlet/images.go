@@ -10,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
@@ -72,6 +75,9 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 		f.resolveNodeImage(ctx, prog)
 		prog.Done()
 	}
+	prog.Phase("Chaos Mesh images")
+	f.resolveChaosImages(ctx, prog)
+	prog.Done()
 	if root != "" && f.buildImages {
 		prog.Phase("images")
 		if targets := imageTargets(f); len(targets) > 0 {
@@ -123,31 +129,75 @@ func (f *runFlags) resolveNodeImage(ctx context.Context, prog *progress) {
 // pickNodeImage is kind's image for the minor when the engine has it or
 // pulls it, else the one built offline.
 func pickNodeImage(ctx context.Context, ni cluster.NodeImage, offline bool, prog *progress) string {
-	if offline {
-		prog.Printf("node image: %s (--offline: nothing is pulled; built here when missing)", ni.Offline)
-		return ni.Offline
+	return pickImages(ctx, "node image", []string{ni.Upstream}, []string{ni.Offline}, offline, prog)[0]
+}
+
+// resolveChaosImages settles Chaos Mesh's images: as given
+// (--chaos-controller-image, --chaos-daemon-image or the environment),
+// else the release images in --chaos-mesh-registry when the engine has
+// them or pulls them, else (with --offline at once) the ones this
+// checkout builds. The choice is printed with its reason.
+func (f *runFlags) resolveChaosImages(ctx context.Context, prog *progress) {
+	if f.chaosController != "" && f.chaosDaemon != "" {
+		return
 	}
-	if exec.CommandContext(ctx, "docker", "image", "inspect", ni.Upstream).Run() == nil {
-		prog.Printf("node image: %s, already in the Docker engine", ni.Upstream)
-		return ni.Upstream
+	ctrl, daemon := install.ReleaseImages(f.chaosRegistry)
+	got := pickImages(ctx, "Chaos Mesh images", []string{ctrl, daemon},
+		[]string{install.DefaultControllerImage, install.DefaultDaemonImage}, f.offline, prog)
+	if f.chaosController == "" {
+		f.chaosController = got[0]
+	}
+	if f.chaosDaemon == "" {
+		f.chaosDaemon = got[1]
+	}
+}
+
+// pickImages is upstream when the Docker engine has every image of it or
+// pulls those it lacks (within pullTimeout in all), else offline, the
+// images a checkout builds; with offlineOnly nothing is pulled. What it
+// took, and why, is printed under what.
+func pickImages(ctx context.Context, what string, upstream, offline []string, offlineOnly bool, prog *progress) []string {
+	names := func(images []string) string { return strings.Join(images, " and ") }
+	if offlineOnly {
+		prog.Printf("%s: %s (--offline: nothing is pulled; built here when missing)", what, names(offline))
+		return offline
+	}
+	var missing []string
+	for _, img := range upstream {
+		if exec.CommandContext(ctx, "docker", "image", "inspect", img).Run() != nil {
+			missing = append(missing, img)
+		}
+	}
+	if len(missing) == 0 {
+		prog.Printf("%s: %s, already in the Docker engine", what, names(upstream))
+		return upstream
 	}
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(pctx, "docker", "pull", "-q", ni.Upstream).CombinedOutput()
-	if err == nil {
-		prog.Printf("node image: pulled %s in %s", ni.Upstream, time.Since(start).Round(100*time.Millisecond))
-		return ni.Upstream
+	for _, img := range missing {
+		out, err := exec.CommandContext(pctx, "docker", "pull", "-q", img).CombinedOutput()
+		if err == nil {
+			continue
+		}
+		why := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(why, '\n'); i >= 0 {
+			why = why[i+1:]
+		}
+		if pctx.Err() != nil {
+			why = fmt.Sprintf("no answer in %s", pullTimeout)
+		}
+		prog.Printf("%s: pulling %s failed (%s); %s instead, built here when missing", what, img, why, names(offline))
+		return offline
 	}
-	why := strings.TrimSpace(string(out))
-	if i := strings.LastIndexByte(why, '\n'); i >= 0 {
-		why = why[i+1:]
-	}
-	if pctx.Err() != nil {
-		why = fmt.Sprintf("no answer in %s", pullTimeout)
-	}
-	prog.Printf("node image: pulling %s failed (%s); %s instead, built here when missing", ni.Upstream, why, ni.Offline)
-	return ni.Offline
+	prog.Printf("%s: pulled %s in %s", what, names(missing), time.Since(start).Round(100*time.Millisecond))
+	return upstream
+}
+
+// validImage says whether ref is a well-formed image reference.
+func validImage(ref string) bool {
+	_, err := name.ParseReference(ref, name.StrictValidation)
+	return err == nil && !strings.ContainsAny(ref, " @")
 }
 
 // buildNodeImage builds an offline node image (gauntlet.dev/kind-node)
@@ -233,8 +283,8 @@ func builtImages(root string, f *runFlags) {
 		}
 	}
 	env, err := readEnvFile(filepath.Join(root, "bin", "chaos-mesh", "images.env"))
-	if err != nil {
-		return
+	if err != nil || !strings.HasPrefix(f.chaosController, "gauntlet.dev/") {
+		return // release images, or images given
 	}
 	if v := env["CHAOS_CONTROLLER_IMAGE"]; v != "" && os.Getenv("CHAOS_CONTROLLER_IMAGE") == "" {
 		f.chaosController = v

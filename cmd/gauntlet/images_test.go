@@ -9,7 +9,9 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // fakeDocker puts a docker on PATH that has the images in have, pulls
@@ -73,4 +75,76 @@ func TestResolveNodeImage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Chaos Mesh's images are the release's in --chaos-mesh-registry when
+// the engine has them or pulls them both, else the ones built here, and
+// images given are kept; each choice is said with its reason.
+func TestResolveChaosImages(t *testing.T) {
+	const (
+		ctrl       = "ghcr.io/chaos-mesh/chaos-mesh:" + install.ReleaseTag
+		daemon     = "ghcr.io/chaos-mesh/chaos-daemon:" + install.ReleaseTag
+		mirrorCtrl = "registry.example.com/ghcr/chaos-mesh/chaos-mesh:" + install.ReleaseTag
+		mirrorDmn  = "registry.example.com/ghcr/chaos-mesh/chaos-daemon:" + install.ReleaseTag
+	)
+	for _, tc := range []struct {
+		name                 string
+		flags                runFlags
+		have, pullable       []string
+		wantCtrl, wantDaemon string
+		said                 string
+	}{
+		{name: "pulled", flags: runFlags{chaosRegistry: "ghcr.io"}, pullable: []string{ctrl, daemon},
+			wantCtrl: ctrl, wantDaemon: daemon, said: "Chaos Mesh images: pulled " + ctrl + " and " + daemon + " in"},
+		{name: "from a mirror", flags: runFlags{chaosRegistry: "registry.example.com/ghcr/"}, have: []string{mirrorCtrl}, pullable: []string{mirrorDmn},
+			wantCtrl: mirrorCtrl, wantDaemon: mirrorDmn, said: "Chaos Mesh images: pulled " + mirrorDmn + " in"},
+		{name: "already here", flags: runFlags{chaosRegistry: "ghcr.io"}, have: []string{ctrl, daemon},
+			wantCtrl: ctrl, wantDaemon: daemon, said: "Chaos Mesh images: " + ctrl + " and " + daemon + ", already in the Docker engine"},
+		{name: "one pull fails", flags: runFlags{chaosRegistry: "ghcr.io"}, pullable: []string{ctrl},
+			wantCtrl: install.DefaultControllerImage, wantDaemon: install.DefaultDaemonImage,
+			said: "Chaos Mesh images: pulling " + daemon + " failed (Error response from daemon: Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io: no such host); " +
+				install.DefaultControllerImage + " and " + install.DefaultDaemonImage + " instead, built here when missing"},
+		{name: "offline", flags: runFlags{chaosRegistry: "ghcr.io", offline: true}, pullable: []string{ctrl, daemon},
+			wantCtrl: install.DefaultControllerImage, wantDaemon: install.DefaultDaemonImage, said: "(--offline: nothing is pulled; built here when missing)"},
+		{name: "given", flags: runFlags{chaosController: "example.com/cm:1", chaosDaemon: "example.com/cd:1"}, pullable: []string{ctrl, daemon},
+			wantCtrl: "example.com/cm:1", wantDaemon: "example.com/cd:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fakeDocker(t, tc.have, tc.pullable)
+			var out bytes.Buffer
+			prog := newProgress(&out)
+			defer prog.Close()
+			f := tc.flags
+			f.resolveChaosImages(t.Context(), prog)
+			g.Expect(f.chaosController).To(Equal(tc.wantCtrl))
+			g.Expect(f.chaosDaemon).To(Equal(tc.wantDaemon))
+			if tc.said == "" {
+				g.Expect(out.String()).NotTo(ContainSubstring("Chaos Mesh images"))
+			} else {
+				g.Expect(out.String()).To(ContainSubstring(tc.said))
+			}
+		})
+	}
+}
+
+// gauntlet images prints what run would take, for scripts that make their
+// own kind cluster, and says on stderr why.
+func TestImagesCommand(t *testing.T) {
+	g := NewWithT(t)
+	ctrl, daemon := install.ReleaseImages("127.0.0.1:5002")
+	fakeDocker(t, nil, []string{"kindest/node:v1.36.1", ctrl, daemon})
+
+	code, stdout, stderr := gauntlet("images", "--kubernetes-version", "v1.36.3", "--chaos-mesh-registry", "127.0.0.1:5002")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("NODE_IMAGE=kindest/node:v1.36.1\n" +
+		"KIND_CONFIG=" + framework.CRDPath("fixtures/kind/single-node-upstream.yaml") + "\n" +
+		"CHAOS_CONTROLLER_IMAGE=" + ctrl + "\nCHAOS_DAEMON_IMAGE=" + daemon + "\n"))
+	g.Expect(stderr).To(ContainSubstring("node image: pulled kindest/node:v1.36.1"))
+	g.Expect(stderr).To(ContainSubstring("Chaos Mesh images: pulled " + ctrl + " and " + daemon))
+
+	code, stdout, stderr = gauntlet("images", "--offline", "--kubernetes-version", "1.37")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(ContainSubstring("NODE_IMAGE=gauntlet.dev/kind-node:v1.37.2\n"))
+	g.Expect(stdout).To(ContainSubstring("CHAOS_CONTROLLER_IMAGE=" + install.DefaultControllerImage + "\n"))
 }

@@ -72,6 +72,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"explore", "--shards", "1"}, "--shards 1: give 2 or more"},
 		{[]string{"run", "--push-to", "127.0.0.1:5001"}, "--push-to goes with --kubeconfig"},
 		{[]string{"run", "--kubeconfig", "/dev/null", "--push-to", "http://r:5001"}, `--push-to "http://r:5001": want a registry's host[:port]`},
+		{[]string{"run", "--chaos-mesh-registry", "https://ghcr.io"}, `--chaos-mesh-registry "https://ghcr.io": want a registry's host[:port] and an optional path`},
 		{[]string{"explore", "--shards", "2"}, "--shards runs on a cluster: give --kind"},
 		{[]string{"explore", "--shards", "2", "--kind", "--parallel", "-1"}, "--parallel -1: give a positive number"},
 		{[]string{"explore", "--shards", "2", "--kind", "--shard-image", "x:1"}, "--shard-image is for --kubeconfig's cluster"},

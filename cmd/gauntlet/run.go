@@ -56,6 +56,7 @@ type runFlags struct {
 	// proxy puts the API proxy in front of the operator on a cluster
 	// whatever the files hold (explore's campaigns make view faults).
 	proxy              bool
+	chaosRegistry      string
 	chaosController    string
 	chaosDaemon, pause string
 	timeout            time.Duration
@@ -80,6 +81,7 @@ func (f *runFlags) registerFiles(cmd *cobra.Command) {
 
 func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	f.registerFiles(cmd)
+	f.registerImages(cmd)
 	fs := cmd.Flags()
 	fs.StringToStringVar(&f.set, "set", nil, "override a variable of the files, NAME=VALUE (repeat)")
 	fs.StringArrayVar(&f.operatorArgs, "operator-arg", nil, "append an argument to the operator's container (repeat)")
@@ -93,14 +95,6 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	}
 	fs.StringVar(&f.report, "report", "", "folder for the report (default: artifacts/chaos-<UTC time>)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
-	fs.StringVar(&f.nodeImage, "node-image", os.Getenv("GAUNTLET_NODE_IMAGE"), "kind node image (default: kind's kindest/node for --kubernetes-version when the Docker engine has it or pulls it, else gauntlet.dev/kind-node built offline; gauntlet.dev/* images are built when missing)")
-	fs.StringVar(&f.kubernetesVersion, "kubernetes-version", getenv("GAUNTLET_KUBERNETES_VERSION", cluster.NodeImages[0].Minor), "Kubernetes minor of a kind cluster made here ("+nodeMinors()+"), when --node-image is not given")
-	fs.BoolVar(&f.offline, "offline", os.Getenv("GAUNTLET_OFFLINE") != "", "pull nothing: build the kind node image here (from Go modules and Debian packages) rather than pull kind's (env GAUNTLET_OFFLINE)")
-	cmd.MarkFlagsMutuallyExclusive("node-image", "kubernetes-version")
-	cmd.MarkFlagsMutuallyExclusive("node-image", "offline")
-	fs.StringVar(&f.kindConfig, "kind-config", os.Getenv("GAUNTLET_KIND_CONFIG"), "kind cluster config (default: the one fixtures/kind has for the node image)")
-	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster (a control plane and three workers, for node-loss scenarios) instead of the single-node default")
-	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
 	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it they reach the proxy through the API relay (--relay-image)")
 	fs.BoolVar(&f.proxyRelay, "proxy-relay", false, "on a kind cluster created here too, let the operator's pods reach the API proxy through the API relay, a pod tunnelled to this machine over a port-forward (as an existing cluster does without --proxy-address), not through the kind network's gateway")
 	fs.StringVar(&f.relayImage, "relay-image", getenv("GAUNTLET_RELAY_IMAGE", engine.RelayImage), "the API relay's image (make relay-image builds it): loaded into a kind cluster created here; with --kubeconfig, the nodes must pull it")
@@ -113,13 +107,28 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
-	fs.StringVar(&f.chaosController, "chaos-controller-image", getenv("CHAOS_CONTROLLER_IMAGE", install.DefaultControllerImage), "Chaos Mesh controller-manager image")
-	fs.StringVar(&f.chaosDaemon, "chaos-daemon-image", getenv("CHAOS_DAEMON_IMAGE", install.DefaultDaemonImage), "Chaos Mesh chaos-daemon image")
 	fs.StringVar(&f.pause, "pause-image", install.DefaultPauseImage, "image pod-failure swaps in (must be on the nodes)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Minute, "bound on the whole run")
-	_ = cmd.MarkFlagFilename("kind-config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("kubeconfig")
 	_ = cmd.MarkFlagDirname("report")
+}
+
+// registerImages adds the flags that choose a kind cluster's node image
+// and config and Chaos Mesh's images (run, explore and images take them).
+func (f *runFlags) registerImages(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.nodeImage, "node-image", os.Getenv("GAUNTLET_NODE_IMAGE"), "kind node image (default: kind's kindest/node for --kubernetes-version when the Docker engine has it or pulls it, else gauntlet.dev/kind-node built offline; gauntlet.dev/* images are built when missing)")
+	fs.StringVar(&f.kubernetesVersion, "kubernetes-version", getenv("GAUNTLET_KUBERNETES_VERSION", cluster.NodeImages[0].Minor), "Kubernetes minor of a kind cluster made here ("+nodeMinors()+"), when --node-image is not given")
+	fs.BoolVar(&f.offline, "offline", os.Getenv("GAUNTLET_OFFLINE") != "", "pull nothing: build the kind node image and Chaos Mesh's images here (from Go modules and Debian packages) rather than pull kind's and Chaos Mesh's (env GAUNTLET_OFFLINE)")
+	cmd.MarkFlagsMutuallyExclusive("node-image", "kubernetes-version")
+	cmd.MarkFlagsMutuallyExclusive("node-image", "offline")
+	fs.StringVar(&f.kindConfig, "kind-config", os.Getenv("GAUNTLET_KIND_CONFIG"), "kind cluster config (default: the one fixtures/kind has for the node image)")
+	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster (a control plane and three workers, for node-loss scenarios) instead of the single-node default")
+	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
+	fs.StringVar(&f.chaosRegistry, "chaos-mesh-registry", getenv("GAUNTLET_CHAOS_MESH_REGISTRY", install.ReleaseRegistry), "registry of Chaos Mesh's "+install.ReleaseTag+" release images, as its Helm chart's images.registry (a mirror of ghcr.io, say registry.example.com/ghcr); pulled when the Docker engine lacks them, else built here (env GAUNTLET_CHAOS_MESH_REGISTRY)")
+	fs.StringVar(&f.chaosController, "chaos-controller-image", os.Getenv("CHAOS_CONTROLLER_IMAGE"), "Chaos Mesh controller-manager image (default: the release image in --chaos-mesh-registry when the Docker engine has it or pulls it, else "+install.DefaultControllerImage+" built here)")
+	fs.StringVar(&f.chaosDaemon, "chaos-daemon-image", os.Getenv("CHAOS_DAEMON_IMAGE"), "Chaos Mesh chaos-daemon image (default: as --chaos-controller-image)")
+	_ = cmd.MarkFlagFilename("kind-config", "yaml", "yml")
 }
 
 // load reads and checks the scenario files (the reference operator's by
@@ -223,9 +232,20 @@ func (f *runFlags) validate() error {
 		if _, err := os.Stat(f.kubeconfig); err != nil {
 			return usagef("--kubeconfig: %w", err)
 		}
-		return nil
 	}
 	if f.envtest {
+		return nil // no kind cluster to configure, no Chaos Mesh
+	}
+	return f.validateImages()
+}
+
+// validateImages checks the flags registerImages adds: the Chaos Mesh
+// registry, and for a kind cluster made here its minor and config.
+func (f *runFlags) validateImages() error {
+	if ctrl, _ := install.ReleaseImages(f.chaosRegistry); !validImage(ctrl) {
+		return usagef("--chaos-mesh-registry %q: want a registry's host[:port] and an optional path, such as ghcr.io or registry.example.com/ghcr", f.chaosRegistry)
+	}
+	if f.kubeconfig != "" {
 		return nil // no kind cluster to configure
 	}
 	if _, err := cluster.NodeImageFor(f.kubernetesVersion); err != nil {
