@@ -108,6 +108,8 @@ type Reconciler struct {
 	applied appliedCache
 	// announced remembers the condition statuses events have announced.
 	announced announcedConditions
+	// written remembers the status last written for each cluster.
+	written writtenStatuses
 }
 
 // +kubebuilder:rbac:groups=database.gauntlet.dev,resources=databaseclusters,verbs=get;list;watch;update;patch
@@ -137,8 +139,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.announced.forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if last := r.written.last(c); last != nil {
+		// The cache may not have seen the last status write yet: the pass
+		// starts from that status (writtenStatuses).
+		c.Status = *last.DeepCopy()
 	}
 	s := newScope(c)
 	defer func() {

@@ -279,6 +279,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passErr error) e
 	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(base)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing status: %w", err))
 	}
+	r.written.record(c, st)
 	return nil
 }
 

@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
+)
+
+// writtenStatuses remembers, per cluster, the status the operator last
+// wrote. A pass reads the cluster from the informer's cache, which may not
+// have seen the previous pass's status write yet. Taken for what the API
+// server holds, such a stale status misleads the pass: when the status it
+// computes equals the stale one it writes nothing, and when it writes, its
+// patch is the difference from the stale one. On kind, a member killed and
+// healthy again within a second left Degraded=True for the 60 s health
+// recheck that way: the second pass computed Degraded=False, found it in
+// the stale read, and wrote nothing. So a pass starts from the status last
+// written, when one is known.
+//
+// The status is the operator's to write: one written by someone else is
+// replaced at the operator's next change. A fresh reconciler starts from
+// the status it reads.
+type writtenStatuses struct {
+	mu      sync.Mutex
+	entries map[types.NamespacedName]writtenStatus
+}
+
+type writtenStatus struct {
+	uid    types.UID
+	status *dbv1.DatabaseClusterStatus
+}
+
+// last is the status last written for c (the same object, by UID), or nil.
+func (w *writtenStatuses) last(c *dbv1.DatabaseCluster) *dbv1.DatabaseClusterStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entries[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]
+	if !ok || e.uid != c.UID {
+		return nil
+	}
+	return e.status
+}
+
+// record remembers st as written for c.
+func (w *writtenStatuses) record(c *dbv1.DatabaseCluster, st *dbv1.DatabaseClusterStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.entries == nil {
+		w.entries = map[types.NamespacedName]writtenStatus{}
+	}
+	w.entries[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = writtenStatus{uid: c.UID, status: st.DeepCopy()}
+}
+
+// forget drops a cluster that no longer exists.
+func (w *writtenStatuses) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.entries, key)
+}
