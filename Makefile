@@ -304,17 +304,26 @@ docker-engine: ## Make sure a Docker engine answers (installs and starts Debian'
 	@ci/docker-engine.sh
 
 .PHONY: images
-images: docker-engine manager ## Build the operator image and the etcd images (ETCD_VERSION, ETCD_UPGRADE_FROM), FROM scratch, non-root; reused when present.
+images: operator-image etcd-images versitygw-image ## Build the operator image, the etcd images (ETCD_VERSION, ETCD_UPGRADE_FROM) and the S3 server's, FROM scratch, non-root; reused when present.
+	@echo "images: operator $$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env), etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM), versitygw gauntlet.dev/versitygw:$(VERSITYGW_VERSION) (the operator's name in bin/images.env)"
+
+.PHONY: operator-image
+operator-image: docker-engine manager ## Build the operator image (the manager and the backup program), tagged by their hash; its name goes to bin/images.env.
+	@tag=dev-$$(cat $(BIN)/manager $(BIN)/backup | sha256sum | cut -c1-12); \
+	  tools/images/build.sh operator $$tag && \
+	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env
+
+.PHONY: etcd-images
+etcd-images: docker-engine ## Build etcd's images at ETCD_VERSION and ETCD_UPGRADE_FROM (the version upgrades start from).
 	tools/bins/build.sh etcd $(ETCD_VERSION)
 	tools/bins/build.sh etcd $(ETCD_UPGRADE_FROM)
 	tools/images/build.sh etcd $(ETCD_VERSION)
 	tools/images/build.sh etcd $(ETCD_UPGRADE_FROM)
+
+.PHONY: versitygw-image
+versitygw-image: docker-engine ## Build the S3 server's image (versitygw, VERSITYGW_VERSION) that backup tests store into.
 	tools/bins/build.sh versitygw $(VERSITYGW_VERSION)
 	tools/images/build.sh versitygw $(VERSITYGW_VERSION)
-	@tag=dev-$$(cat $(BIN)/manager $(BIN)/backup | sha256sum | cut -c1-12); \
-	  tools/images/build.sh operator $$tag && \
-	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env && \
-	  echo "images: operator gauntlet.dev/operator:$$tag, etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM) (names in bin/images.env)"
 
 .PHONY: relay-image
 relay-image: docker-engine api-relay ## Build the API relay's image gauntlet.dev/api-relay:v$(RELAY_VERSION), FROM scratch, non-root; reused when present.

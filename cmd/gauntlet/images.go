@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,33 +219,41 @@ func buildNodeImage(ctx context.Context, image string, prog *progress) error {
 	return nil
 }
 
-// checkoutImage names an image this checkout's make images builds (the
-// reference operator's, etcd's, the object store's), as opposed to one an
-// adopter builds, or Chaos Mesh's and the node image, built by their own
-// targets.
-func checkoutImage(name string) bool {
-	return strings.HasPrefix(name, "gauntlet.dev/") && !strings.HasPrefix(name, "gauntlet.dev/chaos-") &&
-		!strings.HasPrefix(name, "gauntlet.dev/kind-node")
+// checkoutTargets are the make targets that build this checkout's images
+// (the reference operator's, etcd's, the object store's), by name prefix.
+// Chaos Mesh's images and the node image have targets of their own, and
+// an adopter's images are the adopter's to build.
+var checkoutTargets = []struct{ prefix, target string }{
+	{"gauntlet.dev/operator:", "operator-image"},
+	{"gauntlet.dev/etcd:", "etcd-images"},
+	{"gauntlet.dev/versitygw:", "versitygw-image"},
 }
 
-// imageTargets are the make targets for the images this run loads: the
-// checkout's own only when the Operator file names one of them (an
-// adopter's operator gets none of ours built), Chaos Mesh's and the node
-// image when they are the checkout's. Each target reuses what exists.
+// imageTargets are the make targets for the images this run loads: those
+// of the checkout's images the Operator file names (an adopter's operator
+// gets none of ours built), Chaos Mesh's and the node image when they are
+// the checkout's. Each target reuses what exists.
 func imageTargets(f *runFlags) []string {
 	var targets []string
+	add := func(t string) {
+		if !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
 	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
 	for _, img := range f.loaded.Operator.Spec.Images {
-		if checkoutImage(vars.Expand(img.Name)) {
-			targets = append(targets, "images")
-			break
+		name := vars.Expand(img.Name)
+		for _, ct := range checkoutTargets {
+			if strings.HasPrefix(name, ct.prefix) {
+				add(ct.target)
+			}
 		}
 	}
 	if strings.HasPrefix(f.chaosController, "gauntlet.dev/") || strings.HasPrefix(f.chaosDaemon, "gauntlet.dev/") {
-		targets = append(targets, "chaos-images")
+		add("chaos-images")
 	}
 	if f.usesRelay() && f.relayImage == engine.RelayImage {
-		targets = append(targets, "relay-image")
+		add("relay-image")
 	}
 	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") && f.kubeconfig == "" {
 		targets = append(targets, "node-image", "KIND_NODE_VERSION="+f.nodeImage[strings.LastIndex(f.nodeImage, ":")+1:])

@@ -223,7 +223,7 @@ func TestImageTargets(t *testing.T) {
 		g.Expect(f.load()).To(Succeed())
 		return imageTargets(f)
 	}
-	g.Expect(targets("../../suites/chaos/scenarios")).To(Equal([]string{"images", "chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
+	g.Expect(targets("../../suites/chaos/scenarios")).To(Equal([]string{"operator-image", "etcd-images", "chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
 	g.Expect(targets("../../suites/examples/memcached/scenarios")).To(Equal([]string{"chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
 
 	// --proxy-relay builds the relay's image, for files with view faults.

@@ -105,7 +105,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	cmd.MarkFlagsMutuallyExclusive("envtest", "multi-node")
 	fs.StringVar(&f.pushTo, "push-to", "", "with --kubeconfig: push the images the run needs (the Operator file's, Chaos Mesh's, the API relay's) from this machine's Docker engine to this registry, each at its own path (gauntlet.dev/etcd:v3.6.16 as <registry>/etcd:v3.6.16), for nodes that mirror the images' registries to it; nothing in the manifests is rewritten")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
-	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images that are missing (make images chaos-images [node-image]); each is reused when present")
+	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images the run needs that are missing (make operator-image, etcd-images, chaos-images, node-image ...); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
 	fs.StringVar(&f.pause, "pause-image", install.DefaultPauseImage, "image pod-failure swaps in (must be on the nodes)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Minute, "bound on the whole run")
