@@ -145,8 +145,11 @@ func (e *Envtest) StartManager(ctx context.Context, mgr manager.Manager) (stop f
 
 // CRDPath resolves a path relative to the module root, found by walking up
 // from the working directory to go.mod, so suites in any folder can name
-// operator/config/... the same way.
+// operator/config/... the same way. An absolute path is taken as it is.
 func CRDPath(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return rel

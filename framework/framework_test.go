@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -276,4 +277,15 @@ func TestStatefulSetSimulatorReportsRefusedPods(t *testing.T) {
 		HaveField("Reason", "FailedCreate"), HaveField("Type", corev1.EventTypeWarning),
 		HaveField("InvolvedObject.Name", "x"), HaveField("InvolvedObject.Kind", "StatefulSet"),
 		HaveField("Message", ContainSubstring(`pods "x-0" is forbidden: violates PodSecurity`)))))
+}
+
+// CRDPath finds a path relative to the module root from any folder in it,
+// and takes an absolute one as it is (gauntlet images prints absolute kind
+// configs).
+func TestCRDPath(t *testing.T) {
+	g := NewWithT(t)
+	rel := CRDPath("go.mod")
+	g.Expect(filepath.IsAbs(rel)).To(BeTrue())
+	g.Expect(rel).To(BeAnExistingFile())
+	g.Expect(CRDPath(rel)).To(Equal(rel))
 }
