@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,28 @@ exit 2
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
+// resolveWith runs resolve against a docker that has the images in have
+// and pulls those in pullable, and returns what it printed.
+func resolveWith(t *testing.T, have, pullable []string, resolve func(context.Context, *progress)) string {
+	t.Helper()
+	fakeDocker(t, have, pullable)
+	var out bytes.Buffer
+	prog := newProgress(&out)
+	resolve(t.Context(), prog)
+	prog.Close()
+	return out.String()
+}
+
+// expectSaid checks that out says said, or, with said empty, nothing
+// under what.
+func expectSaid(g Gomega, out, what, said string) {
+	if said == "" {
+		g.Expect(out).NotTo(ContainSubstring(what))
+	} else {
+		g.Expect(out).To(ContainSubstring(said))
+	}
+}
+
 // Without --node-image a run takes kind's image for the minor when the
 // engine has it or pulls it, else the one built offline, says which and
 // why, and takes the kind config that image needs.
@@ -59,20 +82,12 @@ func TestResolveNodeImage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			fakeDocker(t, tc.have, tc.pullable)
-			var out bytes.Buffer
-			prog := newProgress(&out)
-			defer prog.Close()
 			f := tc.flags
-			f.resolveNodeImage(t.Context(), prog)
+			out := resolveWith(t, tc.have, tc.pullable, f.resolveNodeImage)
 			g.Expect(f.nodeImage).To(Equal(tc.wantImage))
 			g.Expect(filepath.Base(f.kindConfig)).To(Equal(tc.config))
 			g.Expect(f.kindConfig).To(BeAnExistingFile())
-			if tc.said == "" {
-				g.Expect(out.String()).NotTo(ContainSubstring("node image"))
-			} else {
-				g.Expect(out.String()).To(ContainSubstring(tc.said))
-			}
+			expectSaid(g, out, "node image", tc.said)
 		})
 	}
 }
@@ -111,19 +126,11 @@ func TestResolveChaosImages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			fakeDocker(t, tc.have, tc.pullable)
-			var out bytes.Buffer
-			prog := newProgress(&out)
-			defer prog.Close()
 			f := tc.flags
-			f.resolveChaosImages(t.Context(), prog)
+			out := resolveWith(t, tc.have, tc.pullable, f.resolveChaosImages)
 			g.Expect(f.chaosController).To(Equal(tc.wantCtrl))
 			g.Expect(f.chaosDaemon).To(Equal(tc.wantDaemon))
-			if tc.said == "" {
-				g.Expect(out.String()).NotTo(ContainSubstring("Chaos Mesh images"))
-			} else {
-				g.Expect(out.String()).To(ContainSubstring(tc.said))
-			}
+			expectSaid(g, out, "Chaos Mesh images", tc.said)
 		})
 	}
 }
