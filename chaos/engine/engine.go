@@ -71,6 +71,10 @@ type Options struct {
 	// Envtest, when set, runs on envtest instead of a cluster: the
 	// operator as a process behind the API proxy, no Chaos Mesh.
 	Envtest *EnvtestOptions
+	// ImagesReady, when set, is waited for once a kind cluster is up and
+	// before its images are loaded: the images, and the Overrides that
+	// name them, may still be building while kind makes the cluster.
+	ImagesReady func(context.Context) error
 	// Log receives one line per step (default stderr).
 	Log io.Writer
 }
@@ -162,10 +166,8 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	if err := e.clients(); err != nil {
 		return fail(err)
 	}
-	if !c.Existing {
-		if err := c.LoadImages(ctx, e.images()...); err != nil {
-			return fail(err)
-		}
+	if err := e.loadImages(ctx); err != nil {
+		return fail(err)
 	}
 	if e.proxied() {
 		start := e.startClusterProxy
@@ -201,6 +203,20 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e.logf("Chaos Mesh installed in %s; kernel offers %s", inst.Duration.Round(time.Millisecond), strings.Join(have, " "))
 	return e, nil
+}
+
+// loadImages waits for images still building (Options.ImagesReady) and
+// loads them into a kind cluster created here.
+func (e *Engine) loadImages(ctx context.Context) error {
+	if e.o.ImagesReady != nil {
+		if err := e.o.ImagesReady(ctx); err != nil {
+			return err
+		}
+	}
+	if e.Cluster.Existing {
+		return nil
+	}
+	return e.Cluster.LoadImages(ctx, e.images()...)
 }
 
 // images are what a kind cluster created here is loaded with: the

@@ -63,7 +63,10 @@ func ensureDockerEngine(ctx context.Context, prog *progress) error {
 // loads into kind is present: inside a Gauntlet checkout it builds what is
 // missing (each build step reuses what exists); elsewhere it names what is
 // missing. The images are the node image, Chaos Mesh's and those the
-// Operator file loads, with the run's variables.
+// Operator file loads, with the run's variables. For a kind cluster made
+// here, the images kind does not need to start (the operator's, etcd's,
+// the relay's) are built while it makes the cluster: f.imagesReady waits
+// for them.
 func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	root := repoRoot()
 	prog.Phase("Docker engine")
@@ -79,24 +82,94 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	prog.Phase("Chaos Mesh images")
 	f.resolveChaosImages(ctx, prog)
 	prog.Done()
+	var later []string
 	if root != "" && f.buildImages {
+		now := imageTargets(f)
+		if f.kubeconfig == "" {
+			now, later = splitLater(now)
+		}
 		prog.Phase("images")
-		if targets := imageTargets(f); len(targets) > 0 {
-			if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
-				return fmt.Errorf("building the images: %w", err)
+		if len(now) > 0 {
+			if err := makeImages(ctx, root, now, prog); err != nil {
+				return err
 			}
 			builtImages(root, f)
 		}
 		prog.Done()
 	}
+	if len(later) == 0 {
+		return checkImages(ctx, f.imagesToLoad())
+	}
+	if err := checkImages(ctx, []string{f.nodeImage, f.chaosController, f.chaosDaemon}); err != nil {
+		return err
+	}
+	start := time.Now()
+	prog.Printf("images: making %s while kind makes the cluster", strings.Join(later, ", "))
+	done := make(chan error, 1)
+	go func() {
+		err := makeImages(ctx, root, later, prog)
+		if err == nil {
+			builtOperatorImage(root, f)
+			prog.Printf("images: %s made in %s", strings.Join(later, ", "), time.Since(start).Round(100*time.Millisecond))
+		}
+		done <- err
+	}()
+	f.imagesReady = func(ctx context.Context) error {
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return checkImages(ctx, f.imagesToLoad())
+	}
+	return nil
+}
+
+// laterTargets build images a kind cluster does not need to start.
+var laterTargets = []string{"operator-image", "etcd-images", "versitygw-image", "relay-image"}
+
+// splitLater splits make targets into those needed before kind makes the
+// cluster (the node image, Chaos Mesh's, whose choice is made before)
+// and those that can wait until it has.
+func splitLater(targets []string) (now, later []string) {
+	for _, t := range targets {
+		if slices.Contains(laterTargets, t) {
+			later = append(later, t)
+		} else {
+			now = append(now, t)
+		}
+	}
+	return now, later
+}
+
+// makeImages runs the checkout's make targets.
+func makeImages(ctx context.Context, root string, targets []string, prog *progress) error {
+	if err := prog.Command(ctx, root, "make", append([]string{"--no-print-directory"}, targets...)...); err != nil {
+		return fmt.Errorf("building the images: %w", err)
+	}
+	return nil
+}
+
+// imagesToLoad are the node image of a kind cluster made here and every
+// image the run's cluster runs.
+func (f *runFlags) imagesToLoad() []string {
 	images := f.runImages()
 	if f.kubeconfig == "" {
 		images = append([]string{f.nodeImage}, images...)
 	}
+	return images
+}
+
+// checkImages fails, naming them, when images are missing from the
+// Docker engine (kind's upstream node images aside: kind pulls those).
+func checkImages(ctx context.Context, images []string) error {
 	var missing []string
 	for _, img := range images {
 		if strings.HasPrefix(img, "kindest/") {
-			continue // kind pulls its upstream node images itself
+			continue
 		}
 		if err := exec.CommandContext(ctx, "docker", "image", "inspect", img).Run(); err != nil {
 			missing = append(missing, img)
@@ -286,11 +359,22 @@ func (f *runFlags) usesRelay() bool {
 // operator's (for ${OPERATOR_IMAGE}, unless --set or the environment say
 // otherwise) and Chaos Mesh's (unless the environment says).
 func builtImages(root string, f *runFlags) {
+	builtOperatorImage(root, f)
+	builtChaosImages(root, f)
+}
+
+// builtOperatorImage takes the operator image's name from bin/images.env.
+func builtOperatorImage(root string, f *runFlags) {
 	if env, err := readEnvFile(filepath.Join(root, "bin", "images.env")); err == nil && env["OPERATOR_IMAGE"] != "" && os.Getenv("OPERATOR_IMAGE") == "" {
 		if _, set := f.set["OPERATOR_IMAGE"]; !set {
 			f.overrides["OPERATOR_IMAGE"] = env["OPERATOR_IMAGE"]
 		}
 	}
+}
+
+// builtChaosImages takes Chaos Mesh's image names from its build's
+// images.env when the run uses the images built here.
+func builtChaosImages(root string, f *runFlags) {
 	env, err := readEnvFile(filepath.Join(root, "bin", "chaos-mesh", "images.env"))
 	if err != nil || !strings.HasPrefix(f.chaosController, "gauntlet.dev/") {
 		return // release images, or images given

@@ -155,3 +155,13 @@ func TestImagesCommand(t *testing.T) {
 	g.Expect(stdout).To(ContainSubstring("NODE_IMAGE=gauntlet.dev/kind-node:v1.37.2\n"))
 	g.Expect(stdout).To(ContainSubstring("CHAOS_CONTROLLER_IMAGE=" + install.DefaultControllerImage + "\n"))
 }
+
+// The images kind needs to start (the node image's, Chaos Mesh's) are made
+// first; the operator's, etcd's and the relay's while kind makes the
+// cluster.
+func TestSplitLater(t *testing.T) {
+	g := NewWithT(t)
+	now, later := splitLater([]string{"operator-image", "etcd-images", "chaos-images", "relay-image", "node-image", "KIND_NODE_VERSION=v1.35.4"})
+	g.Expect(now).To(Equal([]string{"chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
+	g.Expect(later).To(Equal([]string{"operator-image", "etcd-images", "relay-image"}))
+}

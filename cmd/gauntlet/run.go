@@ -60,6 +60,9 @@ type runFlags struct {
 	chaosController    string
 	chaosDaemon, pause string
 	timeout            time.Duration
+	// imagesReady waits for images still building while kind makes the
+	// cluster (prepareImages); nil when none are.
+	imagesReady func(context.Context) error
 
 	loaded    *scenario.Set
 	overrides map[string]string
@@ -375,6 +378,7 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, HostAddress: f.proxyAddress, Log: prog},
 		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
+		ImagesReady:  f.imagesReady,
 		Relay:        engine.RelayOptions{Always: f.proxyRelay, Image: f.relayImage},
 		Proxy:        f.proxy,
 		Set:          f.loaded,
