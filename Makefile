@@ -308,9 +308,10 @@ images: operator-image etcd-images versitygw-image ## Build the operator image, 
 	@echo "images: operator $$(sed -n 's/^OPERATOR_IMAGE=//p' $(BIN)/images.env), etcd gauntlet.dev/etcd:$(ETCD_VERSION) and :$(ETCD_UPGRADE_FROM), versitygw gauntlet.dev/versitygw:$(VERSITYGW_VERSION) (the operator's name in bin/images.env)"
 
 .PHONY: operator-image
-operator-image: docker-engine manager ## Build the operator image (the manager and the backup program), tagged by their hash; its name goes to bin/images.env.
+operator-image: docker-engine manager ## Build the operator image (the manager and the backup program), tagged by their hash (its name in bin/images.env) and as gauntlet.dev/operator:dev, the name the reference Operator files give.
 	@tag=dev-$$(cat $(BIN)/manager $(BIN)/backup | sha256sum | cut -c1-12); \
 	  tools/images/build.sh operator $$tag && \
+	  docker tag gauntlet.dev/operator:$$tag gauntlet.dev/operator:dev && \
 	  echo "OPERATOR_IMAGE=gauntlet.dev/operator:$$tag" > $(BIN)/images.env
 
 .PHONY: etcd-images

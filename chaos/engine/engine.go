@@ -72,8 +72,8 @@ type Options struct {
 	// operator as a process behind the API proxy, no Chaos Mesh.
 	Envtest *EnvtestOptions
 	// ImagesReady, when set, is waited for once a kind cluster is up and
-	// before its images are loaded: the images, and the Overrides that
-	// name them, may still be building while kind makes the cluster.
+	// before its images are loaded: the images may still be building
+	// while kind makes the cluster.
 	ImagesReady func(context.Context) error
 	// Log receives one line per step (default stderr).
 	Log io.Writer

@@ -93,7 +93,7 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 			if err := makeImages(ctx, root, now, prog); err != nil {
 				return err
 			}
-			builtImages(root, f)
+			builtChaosImages(root, f)
 		}
 		prog.Done()
 	}
@@ -109,7 +109,6 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	go func() {
 		err := makeImages(ctx, root, later, prog)
 		if err == nil {
-			builtOperatorImage(root, f)
 			prog.Printf("images: %s made in %s", strings.Join(later, ", "), time.Since(start).Round(100*time.Millisecond))
 		}
 		done <- err
@@ -353,23 +352,6 @@ func (f *runFlags) runImages() []string {
 // asked for, and the files have view faults (or explore makes some).
 func (f *runFlags) usesRelay() bool {
 	return f.proxyRelay && (f.proxy || f.loaded.HasViewFaults())
-}
-
-// builtImages takes the image names this checkout's builds wrote: the
-// operator's (for ${OPERATOR_IMAGE}, unless --set or the environment say
-// otherwise) and Chaos Mesh's (unless the environment says).
-func builtImages(root string, f *runFlags) {
-	builtOperatorImage(root, f)
-	builtChaosImages(root, f)
-}
-
-// builtOperatorImage takes the operator image's name from bin/images.env.
-func builtOperatorImage(root string, f *runFlags) {
-	if env, err := readEnvFile(filepath.Join(root, "bin", "images.env")); err == nil && env["OPERATOR_IMAGE"] != "" && os.Getenv("OPERATOR_IMAGE") == "" {
-		if _, set := f.set["OPERATOR_IMAGE"]; !set {
-			f.overrides["OPERATOR_IMAGE"] = env["OPERATOR_IMAGE"]
-		}
-	}
 }
 
 // builtChaosImages takes Chaos Mesh's image names from its build's

@@ -23,6 +23,7 @@ func fakeDocker(t *testing.T, have, pullable []string) {
 	dir := t.TempDir()
 	script := `#!/bin/sh
 case "$1 $2" in
+"info ") exit 0 ;;
 "image inspect") for i in ` + strings.Join(have, " ") + `; do [ "$i" = "$3" ] && exit 0; done; exit 1 ;;
 "pull -q") for i in ` + strings.Join(pullable, " ") + `; do [ "$i" = "$3" ] && { echo "$3"; exit 0; }; done
   echo 'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host' >&2; exit 1 ;;

@@ -361,7 +361,7 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 
 	f.overrides = map[string]string{}
 	if root := repoRoot(); root != "" {
-		builtImages(root, f)
+		builtChaosImages(root, f)
 	}
 	for k, v := range f.set {
 		f.overrides[k] = v
