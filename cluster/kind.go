@@ -293,6 +293,14 @@ func (c *Cluster) ExportLogs(dir string) error {
 	return nil
 }
 
+// Keep makes Teardown leave the cluster running (and say how to reach
+// it), as Options.Keep does: for a look after a failure.
+func (c *Cluster) Keep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts.Keep = true
+}
+
 // Teardown deletes the cluster unless it is an existing one or Keep is set
 // (then it says how to reach it and how to delete it).
 func (c *Cluster) Teardown() error {
@@ -302,7 +310,7 @@ func (c *Cluster) Teardown() error {
 	case c.Existing:
 		return nil
 	case c.opts.Keep:
-		c.progress("keeping kind cluster %s (%s=1): KUBECONFIG=%s; delete it with: kind delete cluster --name %s", c.Name, EnvKeepCluster, c.Kubeconfig, c.Name)
+		c.progress("keeping kind cluster %s: KUBECONFIG=%s kubectl get pods -A; delete it with: kind delete cluster --name %s", c.Name, c.Kubeconfig, c.Name)
 		return nil
 	}
 	start := time.Now()

@@ -2,13 +2,117 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
+
+// firstConverged waits for the new resource to converge. On a cluster the
+// namespace's pods are watched meanwhile: one that will not start (a crash
+// loop, an image that is not there, a volume that does not mount) ends the
+// wait with its evidence. After a fault such states are the fault's doing,
+// and waitConverged alone waits them out.
+func (r *run) firstConverged(ctx context.Context) error {
+	if r.e.hermetic == nil {
+		guard, err := r.e.podGuard(r.ns, nil, "the pods of "+r.obj.GetKind()+" "+r.obj.GetName())
+		if err != nil {
+			return err
+		}
+		r.podGuard = guard
+		defer func() { r.podGuard = nil }()
+	}
+	err := r.waitConverged(ctx)
+	if stuck := (*podstate.StuckError)(nil); errors.As(err, &stuck) && r.res.Artifacts != "" {
+		path := filepath.Join(r.res.Artifacts, "pods-not-starting.txt")
+		if os.MkdirAll(r.res.Artifacts, 0o755) == nil && os.WriteFile(path, []byte(stuck.Evidence), 0o644) == nil {
+			return fmt.Errorf("%w\n(their state, log tails and events: %s)", err, path)
+		}
+	}
+	return err
+}
+
+// waitConverged waits until every converged expression holds.
+func (r *run) waitConverged(ctx context.Context) error {
+	progs, err := compile(r.s.Spec.Resource.Converged)
+	if err != nil {
+		return err
+	}
+	within := r.s.Spec.Resource.ConvergeWithin.Duration
+	if within == 0 {
+		within = 5 * time.Minute
+	}
+	// last is what the resource showed last: a failed look at the events
+	// as the wait runs out must not hide it.
+	var last string
+	err = framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
+		if r.podGuard != nil {
+			if err := r.podGuard.Check(ctx); err != nil {
+				return false, "", err // a pod that will not start: no use waiting
+			}
+		}
+		switch refused, err := r.admissionRefusal(ctx); {
+		case err != nil && last != "":
+			return false, last, nil
+		case err != nil:
+			return false, err.Error(), nil
+		case refused != "":
+			return false, "", errors.New(refused)
+		}
+		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		r.obj = u
+		for i, p := range progs {
+			ok, err := p.eval(u.Object)
+			if err != nil || !ok {
+				last = fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u))
+				if cond := r.refusedIn(u); cond != "" {
+					return false, "", fmt.Errorf("not converged: the operator refused the spec in its %s", cond)
+				}
+				return false, last, nil
+			}
+		}
+		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
+			return true, "", nil
+		}
+		pods := &corev1.PodList{}
+		if err := r.e.Client.List(ctx, pods, client.InNamespace(r.ns)); err != nil {
+			return false, err.Error(), nil
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
+				return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase), nil
+			}
+		}
+		// A pod its StatefulSet has not made yet is not ready either: no
+		// pod at all is not every pod ready (a recreated resource's new
+		// pods wait for the old ones, of the same names, to go).
+		switch missing, err := r.podsNotMade(ctx, pods); {
+		case err != nil:
+			return false, err.Error(), nil
+		case missing != "":
+			return false, missing, nil
+		}
+		return true, "", nil
+	})
+	if err != nil && last != "" {
+		r.contradictions(ctx)
+	}
+	return err
+}
 
 // podsNotMade names the first pod a StatefulSet of the namespace should
 // have (ordinals below its replicas) that pods lacks, or "".

@@ -75,6 +75,12 @@ type Options struct {
 	// before its images are loaded: the images may still be building
 	// while kind makes the cluster.
 	ImagesReady func(context.Context) error
+	// Artifacts is the run's folder: a failed Setup leaves its evidence
+	// under Artifacts/setup (none when empty).
+	Artifacts string
+	// KeepOnFailure leaves a kind cluster made here running when Setup
+	// fails, to look at.
+	KeepOnFailure bool
 	// Log receives one line per step (default stderr).
 	Log io.Writer
 }
@@ -151,23 +157,29 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	}
 	c, err := cluster.Start(ctx, o.Cluster)
 	if err != nil {
-		return nil, err
+		return nil, e.setupFailed(ctx, "cluster", err)
 	}
 	e.Cluster = c
-	fail := func(err error) (*Engine, error) {
-		if terr := c.Teardown(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+	// fail keeps the evidence of a failed step, then deletes the cluster
+	// unless it is to be kept for a look.
+	fail := func(step string, err error) (*Engine, error) {
+		se := e.setupFailed(ctx, step, err)
+		if o.KeepOnFailure {
+			c.Keep()
 		}
-		return nil, err
+		if terr := c.Teardown(); terr != nil {
+			return nil, errors.Join(se, fmt.Errorf("teardown: %w", terr))
+		}
+		return nil, se
 	}
 	if e.Config, e.Client, err = c.Connect(ctx, e.scheme); err != nil {
-		return fail(err)
+		return fail("cluster", err)
 	}
 	if err := e.clients(); err != nil {
-		return fail(err)
+		return fail("cluster", err)
 	}
 	if err := e.loadImages(ctx); err != nil {
-		return fail(err)
+		return fail("images", err)
 	}
 	if e.proxied() {
 		start := e.startClusterProxy
@@ -175,27 +187,27 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 			start = e.startRelayedProxy
 		}
 		if err := start(ctx); err != nil {
-			return fail(err)
+			return fail("API proxy", err)
 		}
 	}
 	if err := e.deployOperator(ctx); err != nil {
-		return fail(err)
+		return fail("operator", err)
 	}
 	if err := e.awaitProxiedOperator(ctx); err != nil {
-		return fail(err)
+		return fail("operator", err)
 	}
 	if err := e.grantMetrics(ctx); err != nil {
-		return fail(err)
+		return fail("metrics access", err)
 	}
 	o.Chaos.Log = o.Log
 	inst, err := install.Install(ctx, e.Config, o.Chaos)
 	if err != nil {
-		return fail(fmt.Errorf("installing Chaos Mesh: %w", err))
+		return fail("Chaos Mesh", err)
 	}
 	e.Runner = &Runner{Config: e.Config, Client: e.Client, ChaosNamespace: inst.Namespace, Log: o.Log}
 	feats, err := e.Runner.Features(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("probing the node kernel: %w", err))
+		return fail("Chaos Mesh", fmt.Errorf("probing the node kernel: %w", err))
 	}
 	var have []string
 	for f, ferr := range feats {
@@ -336,10 +348,17 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		return err
 	}
 	e.logf("applied %d operator objects in %s (%d warnings)", len(d.Applied), time.Since(start).Round(time.Millisecond), len(d.Warnings))
-	err = framework.PollFor(ctx, "the operator's pods to be ready", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+	guard, err := e.podGuard(e.operator.Namespace, e.operator.Selector, "the operator's pods")
+	if err != nil {
+		return err
+	}
+	err = framework.PollFor(ctx, "the operator's pods to be ready", operatorReadyWithin, time.Second, func(ctx context.Context) (bool, string, error) {
 		pods, err := e.operatorPods(ctx)
 		if err != nil {
 			return false, err.Error(), nil
+		}
+		if err := guard.Check(ctx); err != nil {
+			return false, "", err // a pod that will not start: no use waiting
 		}
 		ready := 0
 		for i := range pods {

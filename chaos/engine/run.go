@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
+	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
@@ -110,6 +110,9 @@ type run struct {
 	follows []followSeen
 	// truthful is what the truthful-status oracle saw.
 	truthful followSeen
+	// podGuard, while the resource first converges on a cluster, ends the
+	// wait when one of its pods will not start.
+	podGuard *podstate.Guard
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -202,7 +205,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	if err := r.create(ctx); err != nil {
 		return r.fail("creating the resource: %v", err)
 	}
-	if err := r.waitConverged(ctx); err != nil {
+	if err := r.firstConverged(ctx); err != nil {
 		return r.fail("%v", err)
 	}
 	e.logf("%s: %s %s/%s converged in %s", name, r.obj.GetKind(), r.ns, r.obj.GetName(), time.Since(start).Round(time.Second))
@@ -348,69 +351,6 @@ func (r *run) create(ctx context.Context) error {
 
 func (r *run) resource() dynamic.ResourceInterface {
 	return r.e.Dynamic.Resource(r.gvr).Namespace(r.ns)
-}
-
-// waitConverged waits until every converged expression holds.
-func (r *run) waitConverged(ctx context.Context) error {
-	progs, err := compile(r.s.Spec.Resource.Converged)
-	if err != nil {
-		return err
-	}
-	within := r.s.Spec.Resource.ConvergeWithin.Duration
-	if within == 0 {
-		within = 5 * time.Minute
-	}
-	// last is what the resource showed last: a failed look at the events
-	// as the wait runs out must not hide it.
-	var last string
-	return framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
-		switch refused, err := r.admissionRefusal(ctx); {
-		case err != nil && last != "":
-			return false, last, nil
-		case err != nil:
-			return false, err.Error(), nil
-		case refused != "":
-			return false, "", errors.New(refused)
-		}
-		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		r.obj = u
-		for i, p := range progs {
-			ok, err := p.eval(u.Object)
-			if err != nil || !ok {
-				last = fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u))
-				if cond := r.refusedIn(u); cond != "" {
-					return false, "", fmt.Errorf("not converged: the operator refused the spec in its %s", cond)
-				}
-				return false, last, nil
-			}
-		}
-		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
-			return true, "", nil
-		}
-		pods := &corev1.PodList{}
-		if err := r.e.Client.List(ctx, pods, client.InNamespace(r.ns)); err != nil {
-			return false, err.Error(), nil
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
-				return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase), nil
-			}
-		}
-		// A pod its StatefulSet has not made yet is not ready either: no
-		// pod at all is not every pod ready (a recreated resource's new
-		// pods wait for the old ones, of the same names, to go).
-		switch missing, err := r.podsNotMade(ctx, pods); {
-		case err != nil:
-			return false, err.Error(), nil
-		case missing != "":
-			return false, missing, nil
-		}
-		return true, "", nil
-	})
 }
 
 func statusOf(u *unstructured.Unstructured) string {

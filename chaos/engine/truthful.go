@@ -100,25 +100,10 @@ func (r *run) statusAt(ctx context.Context, moment string) {
 	r.truthful.judged++
 	var why string
 	err := framework.PollFor(ctx, "the resource's conditions to agree with its workloads", followGrace, time.Second, func(ctx context.Context) (bool, string, error) {
-		u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
-		if err != nil {
+		var err error
+		if why, err = r.disagreement(ctx); err != nil {
 			return false, err.Error(), nil
 		}
-		var workloads []workloadState
-		for _, gvr := range workloadResources {
-			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			for i := range list.Items {
-				if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == u.GetUID() {
-					workloads = append(workloads, workloadOf(&list.Items[i]))
-				}
-			}
-		}
-		conds := conditionsOf(u)
-		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		why = untruthful(conds, u.GetGeneration(), observed, workloads)
 		return why == "", why, nil
 	})
 	if err != nil && r.truthful.violation == "" {
@@ -128,6 +113,48 @@ func (r *run) statusAt(ctx context.Context, moment string) {
 		r.truthful.violation = fmt.Sprintf("after %s: %s", moment, why)
 		r.e.logf("%s: the status is not truthful after %s: %s", r.s.Metadata.Name, moment, why)
 	}
+}
+
+// disagreement reads the resource and the workloads it controls and says
+// where its conditions disagree with them (untruthful), or "".
+func (r *run) disagreement(ctx context.Context) (string, error) {
+	u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	var workloads []workloadState
+	for _, gvr := range workloadResources {
+		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == u.GetUID() {
+				workloads = append(workloads, workloadOf(&list.Items[i]))
+			}
+		}
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return untruthful(conditionsOf(u), u.GetGeneration(), observed, workloads), nil
+}
+
+// contradictions, on a resource that did not converge, judges whether its
+// conditions contradict the workloads it controls (Available while a
+// StatefulSet has had pods unready the whole wait, say). On every run,
+// whatever its assertions, a contradiction is a finding of its own: a
+// truthful-status check with its violation.
+func (r *run) contradictions(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), followGrace)
+	defer cancel()
+	why, err := r.disagreement(ctx)
+	if err != nil || why == "" {
+		return
+	}
+	c := report.Check{Kind: "truthful-status", Name: "conditions agree with the workloads the resource controls",
+		Value: "disagreed", Budget: "while it did not converge", Violation: "the resource did not converge and its conditions contradict its children: " + why}
+	r.res.Checks = append(r.res.Checks, c)
+	r.res.Violations = append(r.res.Violations, c.Violation)
+	r.e.logf("%s: %s", r.s.Metadata.Name, c.Violation)
 }
 
 // truthfulCheck is the truthful-status oracle's check.

@@ -159,3 +159,19 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(string(b)).To(ContainSubstring("(every one after 4m22s)"))
 	g.Expect(html).NotTo(ContainSubstring(strings.Repeat("x", 300)))
 }
+
+// A run whose setup failed shows where, why and what the pods that would
+// not start showed, escaped, with no scenario.
+func TestRenderSetupFailure(t *testing.T) {
+	g := NewWithT(t)
+	rep := report.NewReport(3, "")
+	rep.Setup = &report.SetupFailure{Step: "operator", Error: "the operator's pods will not become ready by waiting:\n  op-system/op-1 container manager: CrashLoopBackOff",
+		Evidence: "log of the crashed container (last 20 lines):\n  | panic: POD_NAMESPACE must be set <here>\n", Bundle: "/tmp/run/setup"}
+	b, err := Render(rep, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	page := string(b)
+	g.Expect(page).To(ContainSubstring(`<h2>Setup failed at operator <span class="badge failed">no scenario ran</span></h2>`))
+	g.Expect(page).To(ContainSubstring("op-system/op-1 container manager: CrashLoopBackOff"))
+	g.Expect(page).To(ContainSubstring("panic: POD_NAMESPACE must be set &lt;here&gt;"))
+	g.Expect(page).To(ContainSubstring("<code>/tmp/run/setup</code>"))
+}

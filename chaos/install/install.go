@@ -26,11 +26,13 @@ import (
 	chaosv1alpha1 "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 )
 
 // Defaults of Options.
@@ -221,10 +223,18 @@ func Install(ctx context.Context, cfg *rest.Config, o Options) (*Installation, e
 		return inst, err
 	}
 
-	if err := r.step("controller", func() (string, error) { return waitController(ctx, c, o.Namespace) }); err != nil {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
 		return inst, err
 	}
-	if err := r.step("daemons", func() (string, error) { return waitDaemons(ctx, c, o.Namespace) }); err != nil {
+	// A pod that will not start ends the wait at once, with its evidence.
+	guard := func(component string) *podstate.Guard {
+		return &podstate.Guard{Client: cs, Namespace: o.Namespace, Selector: selector(component), What: "Chaos Mesh's " + component + " pods"}
+	}
+	if err := r.step("controller", func() (string, error) { return waitController(ctx, c, o.Namespace, guard("controller-manager")) }); err != nil {
+		return inst, err
+	}
+	if err := r.step("daemons", func() (string, error) { return waitDaemons(ctx, c, o.Namespace, guard("chaos-daemon")) }); err != nil {
 		return inst, err
 	}
 	if err := r.step("webhook", func() (string, error) { return waitWebhook(ctx, c, o.Namespace) }); err != nil {

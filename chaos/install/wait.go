@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
@@ -95,7 +96,7 @@ func selector(component string) client.MatchingLabels {
 
 // waitController waits until the controller Deployment has rolled out and
 // is available.
-func waitController(ctx context.Context, c client.Client, ns string) (string, error) {
+func waitController(ctx context.Context, c client.Client, ns string, guard *podstate.Guard) (string, error) {
 	what := fmt.Sprintf("Deployment %s/%s to be available", ns, ControllerDeployment)
 	var summary string
 	err := framework.Poll(ctx, what, pollInterval, func(ctx context.Context) (bool, string, error) {
@@ -105,6 +106,9 @@ func waitController(ctx context.Context, c client.Client, ns string) (string, er
 		}
 		ok, s := deploymentReady(d)
 		summary = s
+		if err := guard.Check(ctx); err != nil && !ok {
+			return false, "", err
+		}
 		return settled(ctx, c, ns, "controller-manager", ok, s)
 	})
 	return summary, err
@@ -129,7 +133,7 @@ func deploymentReady(d *appsv1.Deployment) (bool, string) {
 
 // waitDaemons waits until the DaemonSet has rolled out and its pods are
 // ready on every schedulable node.
-func waitDaemons(ctx context.Context, c client.Client, ns string) (string, error) {
+func waitDaemons(ctx context.Context, c client.Client, ns string, guard *podstate.Guard) (string, error) {
 	what := fmt.Sprintf("DaemonSet %s/%s to be ready on every schedulable node", ns, DaemonSet)
 	var summary string
 	err := framework.Poll(ctx, what, pollInterval, func(ctx context.Context) (bool, string, error) {
@@ -143,6 +147,9 @@ func waitDaemons(ctx context.Context, c client.Client, ns string) (string, error
 		}
 		ok, s := daemonSetReady(ds, schedulableNodes(nodes.Items))
 		summary = s
+		if err := guard.Check(ctx); err != nil && !ok {
+			return false, "", err
+		}
 		return settled(ctx, c, ns, "chaos-daemon", ok, s)
 	})
 	return summary, err

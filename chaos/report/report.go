@@ -95,6 +95,24 @@ type Report struct {
 	// Campaign is set on the report of a `gauntlet explore` campaign,
 	// whose runs the results are.
 	Campaign *Campaign `json:"campaign,omitempty"`
+	// Setup is set when the run failed before any scenario: the cluster,
+	// the operator or Chaos Mesh did not come up.
+	Setup *SetupFailure `json:"setup,omitempty"`
+}
+
+// SetupFailure is why a run's setup failed, with its evidence.
+type SetupFailure struct {
+	// Step is what was being set up: cluster, images, operator, API
+	// proxy, metrics access or Chaos Mesh.
+	Step string `json:"step"`
+	// Error is what went wrong, in one or a few lines.
+	Error string `json:"error"`
+	// Evidence is the state, log tail and events of each pod that would
+	// not start, when that was the cause.
+	Evidence string `json:"evidence,omitempty"`
+	// Bundle is the folder holding the objects, events and logs collected
+	// at the failure.
+	Bundle string `json:"bundle,omitempty"`
 }
 
 // NewReport starts the report of a run with seed on cluster.
@@ -134,6 +152,9 @@ func (r *Report) Result(scenario string) *Result {
 
 // Failed tells whether any scenario failed.
 func (r *Report) Failed() bool {
+	if r.Setup != nil {
+		return true
+	}
 	for _, res := range r.Results {
 		if res.Verdict() == Failed {
 			return true
@@ -148,6 +169,9 @@ func (r *Report) Write(dir string) error {
 		return err
 	}
 	r.APIVersion, r.Kind = ReportAPIVersion, ReportKind
+	if r.Results == nil {
+		r.Results = []*Result{} // a run whose setup failed ran none
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -197,6 +221,13 @@ func FormatDuration(d time.Duration) string {
 func (r *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Chaos run (seed %d, %s)\n\n", r.Seed, r.Started.UTC().Format(time.RFC3339))
+	if f := r.Setup; f != nil {
+		fmt.Fprintf(&b, "**Setup failed** at %s; no scenario ran (evidence in %s):\n\n```\n%s\n```\n", f.Step, f.Bundle, f.Error)
+		if f.Evidence != "" {
+			fmt.Fprintf(&b, "\n```\n%s```\n", f.Evidence)
+		}
+		return b.String()
+	}
 	b.WriteString("| scenario | verdict | fault | to Degraded | Degraded clears | to Available | writes resume | longest write gap | ops during fault / fault-free | ops checked | writes lost | linearizable |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
@@ -255,6 +286,12 @@ type junitMessage struct {
 
 func (r *Report) writeJUnit(path string) error {
 	s := junitSuite{Name: "gauntlet-chaos", Tests: len(r.Results)}
+	if f := r.Setup; f != nil {
+		s.Tests++
+		s.Failures++
+		s.Cases = append(s.Cases, junitCase{Name: "setup", Class: "chaos",
+			Failure: &junitMessage{Message: "setup failed at " + f.Step, Text: f.Error + "\n\n" + f.Evidence}})
+	}
 	for _, res := range r.Results {
 		c := junitCase{Name: res.Scenario, Class: "chaos", Time: res.Took.Seconds()}
 		s.Time += c.Time

@@ -87,3 +87,26 @@ func TestFaultShare(t *testing.T) {
 	g.Expect((&Figures{OpsDuringFault: 1450}).FaultShare()).To(Equal("1450"), "no baseline")
 	g.Expect((&Figures{}).FaultShare()).To(Equal("—"), "not measured, not zero operations")
 }
+
+// A setup failure fails the report; its summary and JUnit say where and
+// why, with the evidence.
+func TestSetupFailure(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	rep := NewReport(3, "")
+	rep.Setup = &SetupFailure{Step: "Chaos Mesh", Error: "Chaos Mesh's chaos-daemon pods will not become ready by waiting", Evidence: "events of Pod d-1:\n  none\n", Bundle: dir + "/setup"}
+	g.Expect(rep.Failed()).To(BeTrue())
+	g.Expect(rep.Write(dir)).To(Succeed())
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(summary)).To(ContainSubstring("**Setup failed** at Chaos Mesh; no scenario ran (evidence in " + dir + "/setup)"))
+	g.Expect(string(summary)).To(ContainSubstring("events of Pod d-1:"))
+	junit, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(junit)).To(ContainSubstring(`tests="1" failures="1"`))
+	g.Expect(string(junit)).To(ContainSubstring(`<testcase name="setup" classname="chaos" time="0">`))
+	g.Expect(string(junit)).To(ContainSubstring(`message="setup failed at Chaos Mesh"`))
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Validate(b)).To(Succeed())
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
@@ -116,4 +118,23 @@ func renameVariable(t *testing.T, dir, from, to string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A run whose setup failed leaves a report that says where and why, with
+// the evidence, and prints where it is.
+func TestSetupFailedWritesAReport(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	err := &engine.SetupError{SetupFailure: report.SetupFailure{Step: "operator", Error: "the operator's pods will not become ready by waiting",
+		Evidence: "log of the crashed container (last 20 lines):\n  | POD_NAMESPACE must be set\n", Bundle: filepath.Join(dir, "setup")}, Err: errors.New("stuck")}
+	var out bytes.Buffer
+	g.Expect(setupFailed(err, engine.RunOptions{Seed: 4, Artifacts: dir}, &out)).To(MatchError(err))
+	g.Expect(out.String()).To(HavePrefix("setup failed at operator; report: " + filepath.Join(dir, "report.html") + "\n"))
+	g.Expect(out.String()).To(ContainSubstring("POD_NAMESPACE must be set"))
+	rep, rerr := report.ReadReport(dir)
+	g.Expect(rerr).NotTo(HaveOccurred())
+	g.Expect(rep.Failed()).To(BeTrue())
+	g.Expect(rep.Setup.Step).To(Equal("operator"))
+	g.Expect(filepath.Join(dir, "report.html")).To(BeAnExistingFile())
+	g.Expect(filepath.Join(dir, "junit.xml")).To(BeAnExistingFile())
 }

@@ -46,6 +46,7 @@ type runFlags struct {
 	kubernetesVersion          string
 	offline                    bool
 	keep, buildImages, verbose bool
+	keepOnFailure              bool
 	multiNode                  bool
 	envtest                    bool
 	envtestAssets              string
@@ -108,6 +109,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	cmd.MarkFlagsMutuallyExclusive("envtest", "multi-node")
 	fs.StringVar(&f.pushTo, "push-to", "", "with --kubeconfig: push the images the run needs (the Operator file's, Chaos Mesh's, the API relay's) from this machine's Docker engine to this registry, each at its own path (gauntlet.dev/etcd:v3.6.16 as <registry>/etcd:v3.6.16), for nodes that mirror the images' registries to it; nothing in the manifests is rewritten")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the kind cluster running and print how to reach it")
+	fs.BoolVar(&f.keepOnFailure, "keep-cluster-on-failure", os.Getenv("GAUNTLET_KEEP_CLUSTER_ON_FAILURE") != "", "leave the kind cluster running when the setup fails (the operator or Chaos Mesh does not come up), to look at it (env GAUNTLET_KEEP_CLUSTER_ON_FAILURE)")
 	fs.BoolVar(&f.buildImages, "build-images", true, "inside a Gauntlet checkout, build the images the run needs that are missing (make operator-image, etcd-images, chaos-images, node-image ...); each is reused when present")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print client-go's own log (port-forwards broken by killed pods, retries)")
 	fs.StringVar(&f.pause, "pause-image", install.DefaultPauseImage, "image pod-failure swaps in (must be on the nodes)")
@@ -377,17 +379,19 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 		Envtest: hermetic,
 		Cluster: cluster.Options{NodeImage: f.nodeImage, ConfigFile: f.kindConfig, Keep: f.keep,
 			Existing: f.kubeconfig != "", Kubeconfig: f.kubeconfig, HostAddress: f.proxyAddress, Log: prog},
-		Chaos:        install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
-		ImagesReady:  f.imagesReady,
-		Relay:        engine.RelayOptions{Always: f.proxyRelay, Image: f.relayImage},
-		Proxy:        f.proxy,
-		Set:          f.loaded,
-		Overrides:    f.overrides,
-		OperatorArgs: f.operatorArgs,
-		Log:          prog,
+		Chaos:         install.Options{ControllerImage: f.chaosController, DaemonImage: f.chaosDaemon, PauseImage: f.pause},
+		ImagesReady:   f.imagesReady,
+		Relay:         engine.RelayOptions{Always: f.proxyRelay, Image: f.relayImage},
+		Proxy:         f.proxy,
+		Set:           f.loaded,
+		Overrides:     f.overrides,
+		OperatorArgs:  f.operatorArgs,
+		Artifacts:     ro.Artifacts,
+		KeepOnFailure: f.keepOnFailure,
+		Log:           prog,
 	})
 	if err != nil {
-		return err
+		return setupFailed(err, ro, stdout)
 	}
 	defer func() {
 		prog.Phase("teardown")

@@ -1,0 +1,63 @@
+package podstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Guard watches the pods of a namespace while something waits for them to
+// be ready, and ends the wait with a StuckError once a problem has lasted
+// (Watcher). Call Check from each poll of the wait.
+type Guard struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Selector picks the pods (every pod of the namespace when empty);
+	// admission refusals count for the whole namespace, since a refused
+	// pod has no labels to select.
+	Selector map[string]string
+	// What names the pods in the error ("the operator's pods").
+	What    string
+	watcher Watcher
+}
+
+// Check looks once. It returns a *StuckError, with the evidence gathered,
+// when a problem has lasted, and nil otherwise, also when the pods cannot
+// be listed (the wait's own timeout then reports what it saw).
+func (g *Guard) Check(ctx context.Context) error {
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(g.Selector).String()}
+	pods, err := g.Client.CoreV1().Pods(g.Namespace).List(ctx, opts)
+	if err != nil {
+		return nil
+	}
+	events, err := g.Client.CoreV1().Events(g.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		events = &corev1.EventList{}
+	}
+	stuck := g.watcher.Stuck(pods.Items, events.Items)
+	if len(stuck) == 0 {
+		return nil
+	}
+	return &StuckError{What: g.What, Problems: stuck, Evidence: Evidence(ctx, g.Client, stuck)}
+}
+
+// StuckError says which pods will not become ready by waiting, and why.
+type StuckError struct {
+	What     string
+	Problems []Lasting
+	// Evidence is Evidence's account of each problem.
+	Evidence string
+}
+
+func (e *StuckError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = "  " + p.Problem.String()
+	}
+	return fmt.Sprintf("%s will not become ready by waiting:\n%s", e.What, strings.Join(lines, "\n"))
+}
