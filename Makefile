@@ -32,9 +32,9 @@ NODE_IMAGE             ?= gauntlet.dev/kind-node:$(NODE_K8S_VERSION)
 # *-podnet configs, which keep it.
 MULTI_NODE             ?=
 KIND_CONFIG_SUFFIX      = $(if $(filter v1.35.%,$(NODE_K8S_VERSION)),,-podnet)
-KIND_CONFIG            ?= fixtures/kind/$(if $(filter 1,$(MULTI_NODE)),multi-node,single-node)$(KIND_CONFIG_SUFFIX).yaml
+KIND_CONFIG            ?= cluster/kindconfig/$(if $(filter 1,$(MULTI_NODE)),multi-node,single-node)$(KIND_CONFIG_SUFFIX).yaml
 # The offline node image is built here; an upstream one (kindest/node:...,
-# with KIND_CONFIG=fixtures/kind/single-node-upstream.yaml) is pulled by kind instead.
+# with KIND_CONFIG=cluster/kindconfig/single-node-upstream.yaml) is pulled by kind instead.
 NODE_IMAGE_DEP          = $(if $(filter gauntlet.dev/%,$(NODE_IMAGE)),node-image)
 
 ROOT      := $(abspath .)
@@ -144,7 +144,7 @@ registry: ## Build cmd/registry to bin/registry: an OCI registry (go-containerre
 
 .PHONY: gauntlet
 gauntlet: ## Build the gauntlet CLI to bin/gauntlet (bin/gauntlet --help; shell completion: bin/gauntlet completion bash).
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/gauntlet ./cmd/gauntlet
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo devel) -X main.commit=$$(git rev-parse HEAD 2>/dev/null)" -o $(BIN)/gauntlet ./cmd/gauntlet
 
 # apirelay.Version: the relay image's tag this checkout's gauntlet deploys.
 RELAY_VERSION := 1

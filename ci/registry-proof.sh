@@ -42,7 +42,7 @@ log "registry serving on 0.0.0.0:$port (the nodes reach it at $gateway:$port)"
 
 # The single-node config, with containerd mirroring the images' registries
 # to this one (containerd 1.6's CRI mirrors, which the v1.35 node runs).
-cp fixtures/kind/single-node.yaml "$out/kind.yaml"
+cp cluster/kindconfig/single-node.yaml "$out/kind.yaml"
 cat >>"$out/kind.yaml" <<YAML
 containerdConfigPatches:
 - |-

@@ -44,7 +44,7 @@ const (
 	// (relative to the repository): the defaults of the e2e tier, the
 	// chaos tier and the gauntlet CLI.
 	DefaultNodeImage  = "gauntlet.dev/kind-node:v1.35.4"
-	DefaultKindConfig = "fixtures/kind/single-node.yaml"
+	DefaultKindConfig = "cluster/kindconfig/single-node.yaml"
 )
 
 // Options describe the cluster a suite runs on.
@@ -54,7 +54,8 @@ type Options struct {
 	// NodeImage is the kind node image (for example a locally built
 	// gauntlet.dev/kind-node:v1.35.4, or kindest/node for online users).
 	NodeImage string
-	// ConfigFile is a kind Cluster config (fixtures/kind/...).
+	// ConfigFile is a kind Cluster config (KindConfigFile writes the
+	// built-in ones).
 	ConfigFile string
 	// Attempts bounds cluster creation, which can fail on boot flakes
 	// (2 when zero): a failed attempt's cluster is deleted and retried.

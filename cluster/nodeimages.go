@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"bytes"
+	"embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -46,7 +50,7 @@ func NodeImageFor(version string) (NodeImage, error) {
 	return NodeImages[i], nil
 }
 
-// KindConfigFor is the kind config (relative to the repository) that a
+// KindConfigFor names the built-in kind config (KindConfig) that a
 // cluster made from image needs: kind's own CNI for an upstream image,
 // podnet for the offline 1.36+ images, and for the offline 1.35 image (and
 // any other) the bridge CNI the harness routes between nodes.
@@ -61,5 +65,43 @@ func KindConfigFor(image string, multiNode bool) string {
 	case strings.HasPrefix(image, "gauntlet.dev/kind-node:") && image != DefaultNodeImage:
 		name += "-podnet"
 	}
-	return "fixtures/kind/" + name + ".yaml"
+	return name
+}
+
+// kindConfigs are the kind configs KindConfigFor names, built into the
+// binary: a run needs no checkout to make its cluster.
+//
+//go:embed kindconfig/*.yaml
+var kindConfigs embed.FS
+
+// KindConfig is the built-in kind config of that name.
+func KindConfig(name string) ([]byte, error) {
+	b, err := kindConfigs.ReadFile("kindconfig/" + name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("no built-in kind config %q", name)
+	}
+	return b, nil
+}
+
+// KindConfigFile writes the built-in kind config of that name under the
+// user's cache folder (gauntlet/kind/<name>.yaml), for kind and for
+// scripts that make their own cluster, and returns its path.
+func KindConfigFile(name string) (string, error) {
+	b, err := KindConfig(name)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "gauntlet", "kind")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".yaml")
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, b) {
+		return path, nil
+	}
+	return path, os.WriteFile(path, b, 0o644)
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -83,4 +84,26 @@ func TestRoutingDaemonSet(t *testing.T) {
 	name, err = routingDaemonSet(ctx, cl)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(name).To(Equal("podnet"))
+}
+
+// Every kind config a node image can need is built in, so a run needs no
+// checkout to make its cluster; the file written for kind holds it.
+func TestBuiltInKindConfigs(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for _, ni := range NodeImages {
+		for _, image := range []string{ni.Upstream, ni.Offline} {
+			for _, multi := range []bool{false, true} {
+				name := KindConfigFor(image, multi)
+				b, err := KindConfig(name)
+				g.Expect(err).NotTo(HaveOccurred(), "%s (multi-node %v)", image, multi)
+				g.Expect(string(b)).To(ContainSubstring("kind: Cluster"))
+				path, err := KindConfigFile(name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(os.ReadFile(path)).To(Equal(b))
+			}
+		}
+	}
+	_, err := KindConfig("no-such")
+	g.Expect(err).To(MatchError(`no built-in kind config "no-such"`))
 }

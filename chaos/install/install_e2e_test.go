@@ -94,7 +94,7 @@ func startKind(t *testing.T, controllerImage, daemonImage string) (*rest.Config,
 
 	cluster, err := cluster.Start(ctx, cluster.Options{
 		NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
-		ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "fixtures/kind/single-node.yaml")),
+		ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "cluster/kindconfig/single-node.yaml")),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {

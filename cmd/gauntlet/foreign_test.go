@@ -138,3 +138,20 @@ func TestSetupFailedWritesAReport(t *testing.T) {
 	g.Expect(filepath.Join(dir, "report.html")).To(BeAnExistingFile())
 	g.Expect(filepath.Join(dir, "junit.xml")).To(BeAnExistingFile())
 }
+
+// gauntlet version says what a bug report needs: the version, the
+// commit, and what it runs.
+func TestVersion(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	g.Expect(writeVersion(&out, buildFacts{Version: "v0.1.0", Commit: "0123abc", Modified: true, Go: "go1.26.8", Kind: "v0.33.0", ChaosMeshAPI: "v0.0.0-x"})).To(Succeed())
+	g.Expect(out.String()).To(Equal("gauntlet v0.1.0\ncommit: 0123abc (modified)\ngo: go1.26.8\nkind: v0.33.0\n" +
+		"Chaos Mesh: " + install.ReleaseTag + " release images (API v0.0.0-x)\n" +
+		"Kubernetes: 1.35 (kindest/node:v1.35.0, or gauntlet.dev/kind-node:v1.35.4 built offline), " +
+		"1.36 (kindest/node:v1.36.1, or gauntlet.dev/kind-node:v1.36.3 built offline), " +
+		"1.37 (kindest/node:v1.37.0, or gauntlet.dev/kind-node:v1.37.2 built offline)\n"))
+
+	code, stdout, _ := gauntlet("version")
+	g.Expect(code).To(Equal(0))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^kind: v0\.33\.0$`), "the kind module the binary was built with")
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // repoRoot is the Gauntlet checkout around the working directory (its
@@ -76,7 +75,9 @@ func prepareImages(ctx context.Context, f *runFlags, prog *progress) error {
 	prog.Done()
 	if f.kubeconfig == "" {
 		prog.Phase("node image")
-		f.resolveNodeImage(ctx, prog)
+		if err := f.resolveNodeImage(ctx, prog); err != nil {
+			return err
+		}
 		prog.Done()
 	}
 	prog.Phase("Chaos Mesh images")
@@ -188,15 +189,20 @@ const pullTimeout = 5 * time.Minute
 // upstream image for --kubernetes-version when the Docker engine has it
 // or pulls it, else (with --offline at once) the one this checkout builds.
 // Each choice is printed with its reason. The config is the one
-// fixtures/kind has for the image, unless --kind-config names one.
-func (f *runFlags) resolveNodeImage(ctx context.Context, prog *progress) {
+// built in for the image (cluster.KindConfig), unless --kind-config names one.
+func (f *runFlags) resolveNodeImage(ctx context.Context, prog *progress) error {
 	if f.nodeImage == "" {
 		ni, _ := cluster.NodeImageFor(f.kubernetesVersion) // checked by validate
 		f.nodeImage = pickNodeImage(ctx, ni, f.offline, prog)
 	}
 	if f.kindConfig == "" {
-		f.kindConfig = framework.CRDPath(cluster.KindConfigFor(f.nodeImage, f.multiNode))
+		path, err := cluster.KindConfigFile(cluster.KindConfigFor(f.nodeImage, f.multiNode))
+		if err != nil {
+			return err
+		}
+		f.kindConfig = path
 	}
+	return nil
 }
 
 // pickNodeImage is kind's image for the minor when the engine has it or

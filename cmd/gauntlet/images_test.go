@@ -12,7 +12,6 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // fakeDocker puts a docker on PATH that has the images in have, pulls
@@ -38,12 +37,14 @@ exit 2
 
 // resolveWith runs resolve against a docker that has the images in have
 // and pulls those in pullable, and returns what it printed.
-func resolveWith(t *testing.T, have, pullable []string, resolve func(context.Context, *progress)) string {
+func resolveWith(t *testing.T, have, pullable []string, resolve func(context.Context, *progress) error) string {
 	t.Helper()
 	fakeDocker(t, have, pullable)
 	var out bytes.Buffer
 	prog := newProgress(&out)
-	resolve(t.Context(), prog)
+	if err := resolve(t.Context(), prog); err != nil {
+		t.Fatal(err)
+	}
 	prog.Close()
 	return out.String()
 }
@@ -128,7 +129,10 @@ func TestResolveChaosImages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			f := tc.flags
-			out := resolveWith(t, tc.have, tc.pullable, f.resolveChaosImages)
+			out := resolveWith(t, tc.have, tc.pullable, func(ctx context.Context, prog *progress) error {
+				f.resolveChaosImages(ctx, prog)
+				return nil
+			})
 			g.Expect(f.chaosController).To(Equal(tc.wantCtrl))
 			g.Expect(f.chaosDaemon).To(Equal(tc.wantDaemon))
 			expectSaid(g, out, "Chaos Mesh images", tc.said)
@@ -146,7 +150,7 @@ func TestImagesCommand(t *testing.T) {
 	code, stdout, stderr := gauntlet("images", "--kubernetes-version", "v1.36.3", "--chaos-mesh-registry", "127.0.0.1:5002")
 	g.Expect(code).To(Equal(0), stderr)
 	g.Expect(stdout).To(Equal("NODE_IMAGE=kindest/node:v1.36.1\n" +
-		"KIND_CONFIG=" + framework.CRDPath("fixtures/kind/single-node-upstream.yaml") + "\n" +
+		"KIND_CONFIG=" + kindConfigFile(t, "single-node-upstream") + "\n" +
 		"CHAOS_CONTROLLER_IMAGE=" + ctrl + "\nCHAOS_DAEMON_IMAGE=" + daemon + "\n"))
 	g.Expect(stderr).To(ContainSubstring("node image: pulled kindest/node:v1.36.1"))
 	g.Expect(stderr).To(ContainSubstring("Chaos Mesh images: pulled " + ctrl + " and " + daemon))
@@ -165,4 +169,20 @@ func TestSplitLater(t *testing.T) {
 	now, later := splitLater([]string{"operator-image", "etcd-images", "chaos-images", "relay-image", "node-image", "KIND_NODE_VERSION=v1.35.4"})
 	g.Expect(now).To(Equal([]string{"chaos-images", "node-image", "KIND_NODE_VERSION=v1.35.4"}))
 	g.Expect(later).To(Equal([]string{"operator-image", "etcd-images", "relay-image"}))
+}
+
+// kindConfigFile is where the built-in kind config of that name is
+// written, checked to hold it.
+func kindConfigFile(t *testing.T, name string) string {
+	t.Helper()
+	path, err := cluster.KindConfigFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := cluster.KindConfig(name)
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s does not hold the built-in config %s (%v)", path, name, err)
+	}
+	return path
 }

@@ -25,10 +25,13 @@ nothing: an image named gauntlet.dev/* may still need its make target.`,
 				return err
 			}
 			prog := newProgress(cmd.ErrOrStderr())
-			f.resolveNodeImage(cmd.Context(), prog)
+			err := f.resolveNodeImage(cmd.Context(), prog)
 			f.resolveChaosImages(cmd.Context(), prog)
 			prog.Close()
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "NODE_IMAGE=%s\nKIND_CONFIG=%s\nCHAOS_CONTROLLER_IMAGE=%s\nCHAOS_DAEMON_IMAGE=%s\n",
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "NODE_IMAGE=%s\nKIND_CONFIG=%s\nCHAOS_CONTROLLER_IMAGE=%s\nCHAOS_DAEMON_IMAGE=%s\n",
 				f.nodeImage, f.kindConfig, f.chaosController, f.chaosDaemon)
 			return err
 		},

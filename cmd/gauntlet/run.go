@@ -127,7 +127,7 @@ func (f *runFlags) registerImages(cmd *cobra.Command) {
 	fs.BoolVar(&f.offline, "offline", os.Getenv("GAUNTLET_OFFLINE") != "", "pull nothing: build the kind node image and Chaos Mesh's images here (from Go modules and Debian packages) rather than pull kind's and Chaos Mesh's (env GAUNTLET_OFFLINE)")
 	cmd.MarkFlagsMutuallyExclusive("node-image", "kubernetes-version")
 	cmd.MarkFlagsMutuallyExclusive("node-image", "offline")
-	fs.StringVar(&f.kindConfig, "kind-config", os.Getenv("GAUNTLET_KIND_CONFIG"), "kind cluster config (default: the one fixtures/kind has for the node image)")
+	fs.StringVar(&f.kindConfig, "kind-config", os.Getenv("GAUNTLET_KIND_CONFIG"), "kind cluster config (default: the one built in for the node image, written under the user's cache folder; gauntlet images prints its path)")
 	fs.BoolVar(&f.multiNode, "multi-node", false, "create the multi-node kind cluster (a control plane and three workers, for node-loss scenarios) instead of the single-node default")
 	cmd.MarkFlagsMutuallyExclusive("multi-node", "kind-config")
 	fs.StringVar(&f.chaosRegistry, "chaos-mesh-registry", getenv("GAUNTLET_CHAOS_MESH_REGISTRY", install.ReleaseRegistry), "registry of Chaos Mesh's "+install.ReleaseTag+" release images, as its Helm chart's images.registry (a mirror of ghcr.io, say registry.example.com/ghcr); pulled when the Docker engine lacks them, else built here (env GAUNTLET_CHAOS_MESH_REGISTRY)")

@@ -179,7 +179,9 @@ func (f *exploreFlags) shardCluster(ctx context.Context, prog *progress, image s
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		return cfg, func() {}, err
 	}
-	f.resolveNodeImage(ctx, prog)
+	if err := f.resolveNodeImage(ctx, prog); err != nil {
+		return nil, nil, err
+	}
 	if err := buildNodeImage(ctx, f.nodeImage, prog); err != nil {
 		return nil, nil, err
 	}
