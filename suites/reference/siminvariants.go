@@ -36,18 +36,20 @@ func (sw *simWorld) readyPods(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// invariants are checked after every step: the older ones first, then one
+// per documented rule that none of them checks (ruleInvariants).
 func (sw *simWorld) invariants() []sim.Invariant {
-	return []sim.Invariant{
+	return append([]sim.Invariant{
 		{Name: "every child has a controller owner reference", Kind: sim.Safety, Check: sw.checkOwners},
 		{Name: "the finalizer goes only after a final snapshot is recorded", Kind: sim.Safety, Check: sw.checkSnapshotBeforeFinalizer},
-		{Name: "operator actions never take ready members below quorum", Kind: sim.Safety, Check: sw.checkQuorumKept},
-		{Name: "at most one membership change in flight", Kind: sim.Safety, Check: sw.checkOneMembershipChange},
-		{Name: "a leader is never removed before handing over", Kind: sim.Safety, Check: sw.checkLeaderHandedOver},
-		{Name: "the operator asks etcd for no membership change that breaks quorum", Kind: sim.Safety, Check: sw.checkNoRefusedChange},
+		{Name: InvQuorumKept, Kind: sim.Safety, Check: sw.checkQuorumKept},
+		{Name: InvOneLearner, Kind: sim.Safety, Check: sw.checkOneMembershipChange},
+		{Name: InvLeaderHandedOver, Kind: sim.Safety, Check: sw.checkLeaderHandedOver},
+		{Name: InvNoRefusedChange, Kind: sim.Safety, Check: sw.checkNoRefusedChange},
 		{Name: "the user's spec is never overwritten", Kind: sim.Safety, Check: sw.checkIntentKept},
 		{Name: "Available only when a quorum is ready", Kind: sim.Honesty, Check: sw.checkAvailableHonest},
 		{Name: "Reconciled only when the StatefulSet matches the spec", Kind: sim.Honesty, Check: sw.checkReconciledHonest},
-	}
+	}, sw.ruleInvariants()...)
 }
 
 func (sw *simWorld) checkOwners(ctx context.Context, _ sim.StepInfo) error {

@@ -109,6 +109,13 @@ type simWorld struct {
 	// midChangeFailures arms one with every change (SimOptions).
 	armed             *armedFailure
 	midChangeFailures bool
+	// memberAPI: the operator runs with etcd's member API. last is the
+	// world after the last checked step, calls the operator's member calls
+	// since, current the transition the rule invariants judge (simrules.go).
+	memberAPI bool
+	last      simState
+	calls     []memberCall
+	current   *transition
 }
 
 const simNamespace = "sim"
@@ -133,8 +140,9 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 	sw := &simWorld{
 		w: w, key: client.ObjectKeyFromObject(c), etcd: operator.NewFakeEtcd(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), intent: *c.Spec.DeepCopy(),
-		replacing: map[string]uint64{}, midChangeFailures: o.MidChangeFailures,
+		replacing: map[string]uint64{}, midChangeFailures: o.MidChangeFailures, memberAPI: !o.WithoutMemberAPI,
 	}
+	sw.last = simState{key: sw.key} // nothing but the cluster yet, which the first step reads
 	sw.backups = newSimBackups(w, sw.key, sw.clock.Now)
 	sw.snapshots = &FakeSnapshotter{now: sw.clock.Now}
 	sw.snapshots.InProgressFor(1)
@@ -146,7 +154,8 @@ func setupSim(ctx context.Context, w *sim.World, o SimOptions) (*sim.Hooks, erro
 	}}
 	hooks := &sim.Hooks{
 		NewReconciler: func(cl client.Client) reconcile.Reconciler {
-			r := &operator.Reconciler{Client: cl, Dialer: sw.etcd.Dialer(), Snapshotter: sw.snapshots, Clock: sw.clock,
+			dialer := recordingDialer{EtcdDialer: sw.etcd.Dialer(), record: func(c memberCall) { sw.calls = append(sw.calls, c) }}
+			r := &operator.Reconciler{Client: cl, Dialer: dialer, Snapshotter: sw.snapshots, Clock: sw.clock,
 				Builders: operator.BuilderOptions{BackupImage: BackupImage}}
 			if o.WithoutMemberAPI {
 				r.Dialer = nil

@@ -5,9 +5,12 @@ package simulation
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/gomega"
 
 	"github.com/gauntlet-dev/gauntlet/framework/sim"
 	"github.com/gauntlet-dev/gauntlet/suites/reference"
@@ -46,11 +49,41 @@ func TestSimulationSmallClusters(t *testing.T) {
 			target.Name = fmt.Sprintf("databasecluster-%d-member", n)
 			ran := sim.Check(t, target, sim.CheckOptions{Seeds: seeds / 3, Package: "./suites/simulation", Options: sim.Options{Tally: tally}})
 			t.Logf("%d schedules on a %d-member cluster, no invariant broken", ran, n)
-			for _, label := range []string{reference.NoteFailureOfSize(n), reference.NoteFailureDuring(reference.OpRefusedUpgrade)} {
+			for _, label := range []string{reference.NoteFailureOfSize(n), reference.NoteFailureDuring(reference.OpRefusedUpgrade), reference.NoteJudged(reference.InvSmallSaysWhy)} {
 				t.Logf("%-55s %4d schedule(s), %4d time(s)", label, tally.Schedules(label), tally.Times(label))
 			}
 			if got := tally.Schedules(reference.NoteFailureOfSize(n)); tally.Runs() >= seeds/3 && got < minCombined {
 				t.Errorf("a member of the %d-member cluster failed in %d of %d schedules, want at least %d", n, got, tally.Runs(), minCombined)
+			}
+		})
+	}
+}
+
+// TestSmallClusterRollIsRefused: a settled cluster of one or two members is
+// given a new image, without faults. The operator must refuse the roll and
+// say so; the rules' invariants judge that after every step (seeded
+// schedules rarely reach a refused roll with every member healthy, so this
+// schedule is written out), and the run must reach it and converge.
+func TestSmallClusterRollIsRefused(t *testing.T) {
+	for _, n := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("%d-member", n), func(t *testing.T) {
+			g := NewWithT(t)
+			target := reference.SimTarget(reference.SimOptions{Replicas: n, WithoutBackups: true})
+			probe, err := sim.Run(t.Context(), target, sim.Schedule{}, sim.Options{SettlePasses: 1})
+			g.Expect(err).NotTo(HaveOccurred())
+			image := slices.Index(probe.Perturbations, "image")
+			g.Expect(image).NotTo(BeNumerically("<", 0), "perturbations %v", probe.Perturbations)
+			var actions []sim.Action
+			for range 20 { // create and settle the cluster
+				actions = append(actions, sim.Action{Kind: sim.Reconcile}, sim.Action{Kind: sim.Reconcile}, sim.Action{Kind: sim.WorldStep})
+			}
+			// Choice 0 picks gauntlet.dev/etcd:v3.6.15, not the cluster's image.
+			actions = append(actions, sim.Action{Kind: sim.Perturb, Perturbation: image, Choice: 0})
+			res, err := sim.Run(t.Context(), target, sim.Schedule{Actions: actions}, sim.Options{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Violation).To(BeNil(), "%s", strings.Join(res.Trace, "\n"))
+			for _, inv := range []string{reference.InvSmallNotRolled, reference.InvSmallSaysWhy} {
+				g.Expect(res.Notes).To(HaveKey(reference.NoteJudged(inv)), "the run never faced the roll to refuse:\n%s", strings.Join(res.Trace, "\n"))
 			}
 		})
 	}

@@ -20,7 +20,13 @@ import (
 // the StatefulSet grows only after etcd knows the new member and shrinks only
 // after etcd has let the old one go. Pods are replaced only when the
 // operator deletes them (OnDelete), one member at a time, followers before
-// the leader. The spec must have passed validation.Cluster.
+// the leader.
+// Rule: membership-statefulset-follows
+// Rule: rollout-on-delete
+// Rule: rollout-one-at-a-time
+// Rule: rollout-followers-first
+// (See suites/reference/rules.go.) The spec must have passed
+// validation.Cluster.
 func StatefulSet(c *dbv1.DatabaseCluster, replicas int32, o Options) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c)).
@@ -92,6 +98,7 @@ func container(c *dbv1.DatabaseCluster, o Options) *corev1ac.ContainerApplyConfi
 		// The initial cluster changes with the membership; reading it from a
 		// ConfigMap when the container starts keeps it out of the template,
 		// so that a scale change restarts nobody.
+		// Rule: membership-scaling-restarts-nobody
 		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(
 			corev1ac.ConfigMapEnvSource().WithName(MembersConfigMapName(c)))).
 		// etcd's last words (a lost data directory panics in raft) become the

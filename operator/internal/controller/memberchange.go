@@ -18,6 +18,13 @@ import (
 // is after the step. One change at a time, in this order: a learner in
 // flight is finished, a member that lost its data is replaced, the highest
 // ordinal beyond the spec is removed, the lowest missing one is added.
+// Rule: membership-one-at-a-time
+// Rule: membership-learner-first
+// Rule: membership-replace-lost-first
+// Rule: membership-scale-down-highest
+// Rule: membership-scale-up-lowest
+// (Each "Rule:" line names a rule that a simulation invariant checks; see
+// suites/reference/rules.go.)
 func (r *Reconciler) membershipStep(ctx context.Context, s *scope, members []member, desired int) ([]member, ctrl.Result, error) {
 	p := &membershipPlan{r: r, s: s, members: members, desired: desired}
 	for _, m := range s.apiMembers {
@@ -116,7 +123,9 @@ func (p *membershipPlan) finishLearner(ctx context.Context, i int) ([]member, ct
 
 // replaceLost removes the member at i, whose pod came back without its
 // data (a lost volume): it can never rejoin as itself, so it rejoins as a
-// new member.
+// new member. No other member within the spec is ever removed.
+// Rule: membership-replace-only-lost
+// (See suites/reference/rules.go.)
 func (p *membershipPlan) replaceLost(ctx context.Context, i int, why string) ([]member, ctrl.Result, error) {
 	s, m, voters, healthy := p.s, p.members[i], p.voters, p.healthy
 	if healthy < etcd.Quorum(voters-1) {
@@ -162,7 +171,10 @@ func (p *membershipPlan) scaleDown(ctx context.Context) ([]member, ctrl.Result, 
 }
 
 // handOverLeadership moves leadership from x, the last member, to the first
-// healthy voter, so that x can be removed on the next step.
+// healthy voter, so that x can be removed on the next step: a leader is
+// never removed while it leads.
+// Rule: membership-leader-handed-over
+// (See suites/reference/rules.go.)
 func (p *membershipPlan) handOverLeadership(ctx context.Context, x member) ([]member, ctrl.Result, error) {
 	to := -1
 	for j, m := range p.members[:len(p.members)-1] {

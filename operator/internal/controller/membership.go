@@ -24,6 +24,8 @@ import (
 
 // Membership changes go through etcd's own API, one per pass, and only when
 // the cluster keeps a quorum of healthy voters through the change:
+// Rule: membership-one-change-per-pass
+// Rule: membership-keeps-quorum
 //
 //	step                     voters after   must hold before the step
 //	add learner              V              healthy >= quorum(V)
@@ -33,6 +35,10 @@ import (
 //	move leader to Y         V              Y a healthy voter
 //	replace pod (upgrade)    V              every member healthy, none pending
 //
+// Rule: membership-quorum-table
+// Rule: membership-leader-to-healthy-voter
+// Rule: rollout-only-when-healthy
+//
 // quorum(V) = V/2+1 (see etcd.Quorum for the tolerance table). Every change
 // to the voters (promote, remove) also needs healthy >= quorum(V) before it:
 // without that there is no leader to commit it and etcd refuses it (with an
@@ -41,6 +47,11 @@ import (
 // the pass requeues and Progressing says why. The StatefulSet follows the
 // membership: it has one pod per member ordinal, so it grows only after a
 // learner is registered and shrinks only after the member is gone.
+// Rule: membership-wait-says-why
+// Rule: membership-statefulset-follows
+//
+// Each "Rule:" line names a rule of suites/reference.DocumentedRules, which a
+// simulation invariant checks after every step.
 
 // Requeue intervals of membership changes, which no watch reports.
 const (

@@ -22,6 +22,15 @@ import (
 // leader is left, leadership moves to an updated member first. A cluster of
 // one or two members tolerates no member down, so it is not rolled at all:
 // Progressing says so, and scaling to three lets the upgrade proceed.
+// Rule: rollout-on-delete
+// Rule: rollout-one-at-a-time
+// Rule: rollout-only-when-healthy
+// Rule: rollout-followers-first
+// Rule: rollout-leader-hands-over
+// Rule: small-cluster-not-rolled
+// Rule: small-cluster-says-why
+// (Each "Rule:" line names a rule that a simulation invariant checks; see
+// suites/reference/rules.go.)
 func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
 	sts := s.statefulSet
 	if sts == nil || s.progressMessage != "" {
@@ -70,6 +79,7 @@ func (r *Reconciler) rollMembers(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 	}
 	// Followers first, highest ordinal first; the leader last.
+	// Rule: rollout-followers-first
 	sort.Slice(outdated, func(i, j int) bool {
 		if (outdated[i].Name == leader) != (outdated[j].Name == leader) {
 			return outdated[j].Name == leader
