@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,13 +34,19 @@ func Poll(ctx context.Context, what string, interval time.Duration, cond Conditi
 		obs(what, start, false)
 		defer obs(what, start, true)
 	}
+	var condErr error
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		done, observed, err := cond(ctx)
 		if observed != "" && ctx.Err() == nil { // what fails because time ran out says nothing
 			last = observed
 		}
+		condErr = err
 		return done, err
 	})
+	if err != nil && condErr != nil && errors.Is(err, condErr) {
+		// The condition ended the wait: it says why.
+		return fmt.Errorf("waiting for %s: stopped after %s: %w", what, time.Since(start).Round(time.Millisecond), err)
+	}
 	if err != nil {
 		return fmt.Errorf("waiting for %s: gave up after %s: %w; last observed:\n%s", what, time.Since(start).Round(time.Millisecond), err, last)
 	}

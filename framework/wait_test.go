@@ -31,3 +31,15 @@ func TestPollTellsItsObserver(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("last observed:\nstill no")))
 	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(BeTrue())
 }
+
+// A condition that ends the wait says why; the wait does not claim to
+// have run out of time.
+func TestPollStoppedByItsCondition(t *testing.T) {
+	g := NewWithT(t)
+	stuck := errors.New("the pod will not start")
+	err := PollFor(t.Context(), "the pod", time.Second, time.Millisecond, func(context.Context) (bool, string, error) {
+		return false, "", stuck
+	})
+	g.Expect(err).To(MatchError(MatchRegexp(`^waiting for the pod: stopped after [0-9.]+[µnm]?s: the pod will not start$`)))
+	g.Expect(errors.Is(err, stuck)).To(BeTrue())
+}

@@ -126,6 +126,9 @@ func TestWatcher(t *testing.T) {
 	g.Expect(stuck[0].Reason).To(Equal("CrashLoopBackOff"))
 	g.Expect(stuck[0].For).To(Equal(15 * time.Second))
 
+	g.Expect(w.Stuck([]corev1.Pod{pod("b", waiting("CrashLoopBackOff", "", 2))}, nil)).To(HaveLen(1),
+		"a crash loop that crashed again after its first restart is stuck at once")
+
 	refused := []corev1.Event{event("ReplicaSet", "op-7f9", "FailedCreate", `pods "x" is forbidden: exceeded quota`, now)}
 	g.Expect(w.Stuck(nil, refused)).To(HaveLen(1), "a refused pod is never created: stuck at once")
 }
