@@ -174,4 +174,5 @@ func TestRenderSetupFailure(t *testing.T) {
 	g.Expect(page).To(ContainSubstring("op-system/op-1 container manager: CrashLoopBackOff"))
 	g.Expect(page).To(ContainSubstring("panic: POD_NAMESPACE must be set &lt;here&gt;"))
 	g.Expect(page).To(ContainSubstring("<code>/tmp/run/setup</code>"))
+	g.Expect(page).NotTo(ContainSubstring(`id="tally"`), "no tally of scenarios when none ran")
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,11 @@ func Evidence(ctx context.Context, cs kubernetes.Interface, problems []Lasting) 
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "== %s (for %s)\n", p.Problem, p.For.Round(1e9))
+		fmt.Fprintf(&b, "== %s", p.Problem)
+		if p.For >= time.Second {
+			fmt.Fprintf(&b, " (for %s)", p.For.Round(time.Second))
+		}
+		b.WriteString("\n")
 		if !strings.Contains(p.Pod, "/") {
 			pod, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Pod, metav1.GetOptions{})
 			switch {
