@@ -57,7 +57,7 @@ type StuckError struct {
 func (e *StuckError) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		lines[i] = "  " + p.Problem.String()
+		lines[i] = "  " + p.String()
 	}
 	return fmt.Sprintf("%s will not become ready by waiting:\n%s", e.What, strings.Join(lines, "\n"))
 }

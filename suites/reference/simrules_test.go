@@ -236,11 +236,4 @@ func outdated(ords ...int) func(s *simState) {
 	}
 }
 
-// progressing sets the Progressing condition.
-func progressing(status metav1.ConditionStatus, reason string) func(s *simState) {
-	return func(s *simState) {
-		s.cluster.Status.Conditions = []metav1.Condition{{Type: dbv1.ConditionProgressing, Status: status, Reason: reason}}
-	}
-}
-
 func stale(t *transition) { t.step.Action.Fault = sim.Fault{Kind: sim.Stale, Lag: 2} }
