@@ -1,6 +1,7 @@
 package podstate
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -151,4 +152,21 @@ func TestEvidence(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("log of the crashed container (last 20 lines):\n  | fake logs"))
 	g.Expect(out).To(ContainSubstring("events of Pod op-1:\n"))
 	g.Expect(out).To(ContainSubstring("Warning BackOff: Back-off restarting failed container manager"))
+}
+
+// The guard ends a wait for pods that admission refuses to create, though
+// no pod exists to select, and says which controller's pods and why.
+func TestGuardSeesARefusal(t *testing.T) {
+	g := NewWithT(t)
+	ev := event("ReplicaSet", "op-7f9", "FailedCreate", `pods "op-7f9-x" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`, time.Now())
+	guard := &Guard{Client: fake.NewClientset(&ev), Namespace: "op-system", Selector: map[string]string{"control-plane": "controller-manager"}, What: "the operator's pods"}
+	err := guard.Check(t.Context())
+	stuck := (*StuckError)(nil)
+	g.Expect(errors.As(err, &stuck)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(Equal("the operator's pods will not become ready by waiting:\n" +
+		`  op-system/ReplicaSet/op-7f9: FailedCreate, admission refused the pod: pods "op-7f9-x" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`))
+	g.Expect(stuck.Evidence).To(ContainSubstring("events of ReplicaSet op-7f9:"))
+
+	quiet := &Guard{Client: fake.NewClientset(), Namespace: "op-system", What: "the operator's pods"}
+	g.Expect(quiet.Check(t.Context())).To(Succeed())
 }
