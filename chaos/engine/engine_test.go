@@ -10,10 +10,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -261,4 +263,42 @@ func TestRecoveredAt(t *testing.T) {
 
 	_, ok = recoveredAt(events[:2], targets, healed)
 	g.Expect(ok).To(BeFalse(), "db-0's replacement never ready")
+}
+
+// controlledBy makes obj a controlled dependent of owner.
+func controlledBy(obj, owner client.Object, kind string) client.Object {
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}})
+	return obj
+}
+
+// An owned role picks the pods whose controller references lead to the
+// resource under test, through Deployments, ReplicaSets and StatefulSets,
+// and none other; with none, it says so.
+func TestOwnedRole(t *testing.T) {
+	g := NewWithT(t)
+	resource := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", UID: "res"}}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "web"}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "web-1"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "db"}}
+	strayRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stray", UID: "stray"}}
+	objs := []client.Object{
+		controlledBy(deploy, resource, "Memcached"), controlledBy(rs, deploy, "Deployment"), controlledBy(sts, resource, "Memcached"), strayRS,
+		controlledBy(pod("ns", "web-1-a", nil), rs, "ReplicaSet"), controlledBy(pod("ns", "web-1-b", nil), rs, "ReplicaSet"),
+		controlledBy(pod("ns", "db-0", nil), sts, "StatefulSet"),
+		controlledBy(pod("ns", "stray-a", nil), strayRS, "ReplicaSet"), pod("ns", "bare", nil),
+		controlledBy(pod("ns", "orphan", nil), &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "gone"}}, "ReplicaSet"),
+	}
+	e := &Engine{Client: fake.NewClientBuilder().WithObjects(objs...).Build()}
+	defs := map[string]scenario.Role{"owned": {Owned: true}, "one": {From: "owned", Pick: "one"}}
+	r := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(1, 2)), owner: resource}
+	got, err := r.pods(t.Context(), "owned")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(Pods{Namespace: "ns", Names: []string{"db-0", "web-1-a", "web-1-b"}}))
+	one, err := r.pods(t.Context(), "one")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(one.Names).To(HaveLen(1))
+
+	none := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(1, 2)), owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "x"}}}
+	_, err = none.pods(t.Context(), "owned")
+	g.Expect(err).To(MatchError("role owned: no pod in ns is owned by the resource under test (no chain of controller references leads to it)"))
 }

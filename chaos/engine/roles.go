@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,8 @@ type roles struct {
 	namespace string
 	defs      map[string]scenario.Role
 	rng       *rand.Rand
+	// owner is the resource under test, whose pods an owned role picks.
+	owner metav1.Object
 }
 
 // pods resolves a role of pods on its own (see snapshot).
@@ -79,6 +82,12 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 				base.Names = append(base.Names, p.Name)
 			}
 		}
+	case def.Owned:
+		names, err := r.ownedPods(ctx)
+		if err != nil {
+			return base, err
+		}
+		base = Pods{Namespace: r.namespace, Names: names}
 	case len(def.Pods) > 0:
 		list := &corev1.PodList{}
 		if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels(def.Pods)); err != nil {
@@ -133,6 +142,9 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 	if len(out.Names) == 0 {
 		if whole == 0 && len(def.Pods) > 0 {
 			return out, fmt.Errorf("role %s: no pod in %s has the labels %s%s", name, r.namespace, labels.Set(def.Pods), r.podLabels(ctx))
+		}
+		if whole == 0 && def.Owned {
+			return out, fmt.Errorf("role %s: no pod in %s is owned by the resource under test (no chain of controller references leads to it)", name, r.namespace)
 		}
 		return out, fmt.Errorf("role %s has no pod (of %d in %s)", name, whole, base.Namespace)
 	}

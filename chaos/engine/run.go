@@ -209,7 +209,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 		return r.fail("%v", err)
 	}
 	e.logf("%s: %s %s/%s converged in %s", name, r.obj.GetKind(), r.ns, r.obj.GetName(), time.Since(start).Round(time.Second))
-	r.roles = &roles{e: e, namespace: r.ns, defs: s.Spec.Roles, rng: rand.New(rand.NewPCG(seed, 2))}
+	r.roles = &roles{e: e, namespace: r.ns, defs: s.Spec.Roles, rng: rand.New(rand.NewPCG(seed, 2)), owner: r.obj}
 
 	before, err := r.operatorState(ctx)
 	if err != nil {

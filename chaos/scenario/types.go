@@ -84,10 +84,16 @@ type Resource struct {
 	ConvergeWithin metav1.Duration `json:"convergeWithin,omitempty"`
 }
 
-// Role picks pods. Exactly one of Pods, From, Operator and APIServer is set.
+// Role picks pods. Exactly one of Pods, Owned, From, Operator and
+// APIServer is set.
 type Role struct {
 	// Pods selects pods by label in the resource's namespace.
 	Pods map[string]string `json:"pods,omitempty"`
+	// Owned selects the pods the resource under test owns: those of its
+	// namespace whose chain of controller references (a Deployment's
+	// ReplicaSet, a StatefulSet, a Job) leads to it. It needs no label of
+	// the operator's choosing.
+	Owned bool `json:"owned,omitempty"`
 	// From narrows another role's pods.
 	From string `json:"from,omitempty"`
 	// Exclude removes the pods of other roles.

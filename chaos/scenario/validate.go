@@ -223,13 +223,13 @@ func (c *checker) roles(roles map[string]Role) {
 			c.at(p, "a role's name is a DNS label: %s", msg)
 		}
 		set := 0
-		for _, b := range []bool{len(r.Pods) > 0, r.From != "", r.Operator, r.APIServer} {
+		for _, b := range []bool{len(r.Pods) > 0, r.Owned, r.From != "", r.Operator, r.APIServer} {
 			if b {
 				set++
 			}
 		}
 		if set != 1 {
-			c.at(p, "set exactly one of pods, from, operator or apiServer")
+			c.at(p, "set exactly one of pods, owned, from, operator or apiServer")
 			continue
 		}
 		if r.From != "" {
