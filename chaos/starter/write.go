@@ -1,0 +1,136 @@
+package starter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Files are the starter files, by name, in the order they are written.
+type Files []File
+
+// File is one file to write.
+type File struct {
+	Name, Content string
+}
+
+// Render makes the Operator file, the resource and the starter scenarios
+// for a folder out, whose paths are relative to it.
+func Render(f *Found, out string) (Files, error) {
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	absK, err := filepath.Abs(f.Kustomize)
+	if err != nil {
+		return nil, err
+	}
+	kustomize, err := filepath.Rel(absOut, absK)
+	if err != nil {
+		return nil, err
+	}
+	resource, err := sigsyaml.Marshal(f.Resource.Object)
+	if err != nil {
+		return nil, err
+	}
+	manifest := strings.ToLower(f.Kind) + ".yaml"
+	files := Files{
+		{"operator.yaml", f.operatorFile(filepath.ToSlash(kustomize))},
+		{manifest, fmt.Sprintf("# The starting %s, from %s.\n%s", f.Kind, f.Sample, resource)},
+	}
+	for _, s := range f.scenarios() {
+		files = append(files, File{s.file, s.render(f, manifest)})
+	}
+	return files, nil
+}
+
+// Write writes the files into out, refusing to overwrite one unless force.
+func (files Files) Write(out string, force bool) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if !force {
+		var exist []string
+		for _, file := range files {
+			if _, err := os.Stat(filepath.Join(out, file.Name)); err == nil {
+				exist = append(exist, file.Name)
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		if len(exist) > 0 {
+			return fmt.Errorf("%s already holds %s: pass --force to overwrite", out, strings.Join(exist, ", "))
+		}
+	}
+	for _, file := range files {
+		if err := os.WriteFile(filepath.Join(out, file.Name), []byte(file.Content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operatorFile is the Operator file.
+func (f *Found) operatorFile(kustomize string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Written by gauntlet init from %s; edit freely.
+# Build your operator's image, then:
+#   gauntlet run -f <this folder> --set %s=<your image>
+apiVersion: gauntlet.dev/v1alpha1
+kind: Operator
+metadata:
+  name: %s
+spec:
+  variables:
+    %s: %s   # the image your manifests name: --set the one you built
+  kustomize: %s
+  images:
+    - name: ${%s}
+      replaces: %s
+  namespace: %s
+  selector:
+`, f.Kustomize, f.ImageVariable, f.Name, f.ImageVariable, f.Image, kustomize, f.ImageVariable, imageName(f.Image), f.Namespace)
+	keys := make([]string, 0, len(f.Selector))
+	for k := range f.Selector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "    %s: %s\n", k, quote(f.Selector[k]))
+	}
+	if m := f.Metrics; m != nil {
+		fmt.Fprintf(&b, "  metrics:\n    port: %d\n", m.Port)
+		if m.Secure {
+			b.WriteString("    secure: true                   # HTTPS, authenticated and authorized, as kubebuilder serves it\n")
+		}
+		fmt.Fprintf(&b, "    controller: %s             # controller-runtime names a controller after its kind\n", strings.ToLower(f.Kind))
+	}
+	return b.String()
+}
+
+// imageName is an image reference without its tag or digest.
+func imageName(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// quote writes a string on one line that YAML reads back as itself: a
+// JSON string is a YAML double-quoted one.
+func quote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSpace(b.String())
+}
