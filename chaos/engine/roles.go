@@ -69,41 +69,9 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 	if def.APIServer {
 		return Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
 	}
-	var base Pods
-	switch {
-	case def.Operator:
-		pods, err := r.e.operatorPods(ctx)
-		if err != nil {
-			return base, err
-		}
-		base.Namespace = r.e.operator.Namespace
-		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning {
-				base.Names = append(base.Names, p.Name)
-			}
-		}
-	case def.Owned:
-		names, err := r.ownedPods(ctx)
-		if err != nil {
-			return base, err
-		}
-		base = Pods{Namespace: r.namespace, Names: names}
-	case len(def.Pods) > 0:
-		list := &corev1.PodList{}
-		if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels(def.Pods)); err != nil {
-			return base, err
-		}
-		base.Namespace = r.namespace
-		for _, p := range list.Items {
-			if p.DeletionTimestamp.IsZero() {
-				base.Names = append(base.Names, p.Name)
-			}
-		}
-	default:
-		var err error
-		if base, err = r.pods(ctx, def.From); err != nil {
-			return base, err
-		}
+	base, err := r.base(ctx, def)
+	if err != nil {
+		return base, err
 	}
 	slices.Sort(base.Names)
 	whole := len(base.Names)
@@ -149,6 +117,49 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 		return out, fmt.Errorf("role %s has no pod (of %d in %s)", name, whole, base.Namespace)
 	}
 	return out, nil
+}
+
+// base is the pods a role starts from, before its probe, exclusions and
+// pick: the operator's running pods, the resource's namespace's by label or
+// ownership, or another role's.
+func (r *resolution) base(ctx context.Context, def scenario.Role) (Pods, error) {
+	var base Pods
+	switch {
+	case def.Operator:
+		pods, err := r.e.operatorPods(ctx)
+		if err != nil {
+			return base, err
+		}
+		base.Namespace = r.e.operator.Namespace
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning {
+				base.Names = append(base.Names, p.Name)
+			}
+		}
+	case def.Owned:
+		names, err := r.ownedPods(ctx)
+		if err != nil {
+			return base, err
+		}
+		base = Pods{Namespace: r.namespace, Names: names}
+	case len(def.Pods) > 0:
+		list := &corev1.PodList{}
+		if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels(def.Pods)); err != nil {
+			return base, err
+		}
+		base.Namespace = r.namespace
+		for _, p := range list.Items {
+			if p.DeletionTimestamp.IsZero() {
+				base.Names = append(base.Names, p.Name)
+			}
+		}
+	default:
+		var err error
+		if base, err = r.pods(ctx, def.From); err != nil {
+			return base, err
+		}
+	}
+	return base, nil
 }
 
 // podLabels lists the namespace's pods with their labels, for a role that
