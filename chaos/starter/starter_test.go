@@ -96,3 +96,22 @@ func TestMetricsOf(t *testing.T) {
 		})
 	}
 }
+
+// A sample that uses ${NAME} gets the variable in every scenario, empty,
+// and a note to --set it; the files still validate.
+func TestSampleVariables(t *testing.T) {
+	g := NewWithT(t)
+	sample := filepath.Join(t.TempDir(), "cache.yaml")
+	g.Expect(os.WriteFile(sample, []byte("apiVersion: cache.example.com/v1alpha1\nkind: Cache\nmetadata: {name: c}\nspec:\n  size: 1\n  image: ${CACHE_IMAGE}\n"), 0o644)).To(Succeed())
+	f, err := Inspect(Project{Dir: "testdata/project", Sample: sample})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Variables).To(Equal([]string{"CACHE_IMAGE"}))
+	g.Expect(f.Notes).To(ContainElement("the sample uses ${CACHE_IMAGE}: every scenario gives it an empty default; --set CACHE_IMAGE=... when you run"))
+	out := filepath.Join(t.TempDir(), "gauntlet")
+	files, err := Render(f, out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files.Write(out, false)).To(Succeed())
+	set, err := scenario.LoadPaths(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Scenarios[0].Spec.Variables).To(HaveKeyWithValue("CACHE_IMAGE", ""))
+}
