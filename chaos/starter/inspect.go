@@ -53,8 +53,9 @@ type Found struct {
 	Conditions   bool
 	// ObservedGeneration says its status has observedGeneration.
 	ObservedGeneration bool
-	// Variables are the ${NAME}s the sample uses.
-	Variables []string
+	// Variables are the ${NAME}s the sample uses, and ImageVariables
+	// those of them that name an image (loaded into kind).
+	Variables, ImageVariables []string
 	// Resource is the sample, namespace removed.
 	Resource *unstructured.Unstructured
 	// IntField is an integer spec field the sample sets (spec.replicas,

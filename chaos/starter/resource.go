@@ -14,6 +14,13 @@ import (
 // variableUse is a ${NAME} of the scenario files.
 var variableUse = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}`)
 
+// imageVariable is an image field of the sample given by a variable
+// (image: ${MEMCACHED_IMAGE}): the Operator file loads it into kind.
+var imageVariable = regexp.MustCompile(`(?m)^\s*\w*[iI]mage:\s*"?\$\{([A-Z_][A-Z0-9_]*)\}"?\s*$`)
+
+// literalImage is an image field of the sample given as it is.
+var literalImage = regexp.MustCompile(`(?m)^\s*\w*[iI]mage:\s*"?([a-z0-9][^\s"$]*[:/][^\s"]+)"?\s*$`)
+
 // scaleFields are the names an integer spec field that sizes a resource
 // usually has, tried first for the change the operator is killed during.
 var scaleFields = []string{"replicas", "size", "instances", "members", "nodes", "count"}
@@ -48,6 +55,14 @@ func (f *Found) resource(path string, crd *unstructured.Unstructured) error {
 			f.Variables = append(f.Variables, m[1])
 			f.Notes = append(f.Notes, fmt.Sprintf("the sample uses ${%s}: every scenario gives it an empty default; --set %s=... when you run", m[1], m[1]))
 		}
+	}
+	for _, m := range imageVariable.FindAllStringSubmatch(string(raw), -1) {
+		if !slices.Contains(f.ImageVariables, m[1]) {
+			f.ImageVariables = append(f.ImageVariables, m[1])
+		}
+	}
+	for _, m := range literalImage.FindAllStringSubmatch(string(raw), -1) {
+		f.Notes = append(f.Notes, fmt.Sprintf("the sample runs %s: a kind node pulls it where a registry answers; to load it from your Docker engine, add it to the Operator file's spec.images", m[1]))
 	}
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	ints := map[string]int64{}

@@ -35,6 +35,8 @@ func TestInspect(t *testing.T) {
 	g.Expect(f.Resource.Object["spec"]).NotTo(HaveKey("sizeLimit"))
 	g.Expect(f.Resource.Object["spec"]).To(HaveKeyWithValue("labels", map[string]any{"tier": "cache"}), "a map of any keys is kept")
 	g.Expect(f.Notes).To(ContainElement(ContainSubstring("left spec.sizeLimit out of the starting Cache")))
+	g.Expect(f.Notes).To(ContainElement(HavePrefix("the sample runs memcached:1.6: a kind node pulls it")))
+	g.Expect(f.ImageVariables).To(BeEmpty())
 }
 
 // The files written validate at once against the project's manifests and
@@ -114,4 +116,5 @@ func TestSampleVariables(t *testing.T) {
 	set, err := scenario.LoadPaths(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(set.Scenarios[0].Spec.Variables).To(HaveKeyWithValue("CACHE_IMAGE", ""))
+	g.Expect(set.Operator.Spec.Images).To(ContainElement(HaveField("Name", "${CACHE_IMAGE}")), "loaded into kind for the resource")
 }

@@ -89,13 +89,13 @@ metadata:
 spec:
   variables:
     %s: %s   # the image your manifests name: --set the one you built
-  kustomize: %s
+%s  kustomize: %s
   images:
     - name: ${%s}
       replaces: %s
-  namespace: %s
+%s  namespace: %s
   selector:
-`, f.Kustomize, f.ImageVariable, f.Name, f.ImageVariable, f.Image, kustomize, f.ImageVariable, imageName(f.Image), f.Namespace)
+`, f.Kustomize, f.ImageVariable, f.Name, f.ImageVariable, f.Image, sampleVariables(f.ImageVariables), kustomize, f.ImageVariable, imageName(f.Image), sampleImages(f.ImageVariables), f.Namespace)
 	keys := make([]string, 0, len(f.Selector))
 	for k := range f.Selector {
 		keys = append(keys, k)
@@ -110,6 +110,24 @@ spec:
 			b.WriteString("    secure: true                   # HTTPS, authenticated and authorized, as kubebuilder serves it\n")
 		}
 		fmt.Fprintf(&b, "    controller: %s             # controller-runtime names a controller after its kind\n", strings.ToLower(f.Kind))
+	}
+	return b.String()
+}
+
+// sampleVariables are the Operator file's defaults of the sample's image
+// variables, and sampleImages its images entries that load them.
+func sampleVariables(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "    %s: \"\"   # an image the sample runs: --set it\n", n)
+	}
+	return b.String()
+}
+
+func sampleImages(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "    - name: ${%s}                 # loaded for the resource\n", n)
 	}
 	return b.String()
 }

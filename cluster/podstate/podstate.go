@@ -55,8 +55,25 @@ type Problem struct {
 	Restarts int32
 }
 
-// Key identifies the problem across polls.
-func (p Problem) Key() string { return p.Namespace + "/" + p.Pod + "/" + p.Container + "/" + p.Reason }
+// Key identifies the problem across polls. The kubelet alternates some
+// reasons for one cause (ErrImagePull and ImagePullBackOff, a crash and
+// its back-off): they share a key, so that the time it lasts adds up.
+func (p Problem) Key() string {
+	reason := p.Reason
+	if family, ok := families[reason]; ok {
+		reason = family
+	}
+	return p.Namespace + "/" + p.Pod + "/" + p.Container + "/" + reason
+}
+
+// families group the reasons the kubelet alternates for one cause.
+var families = map[string]string{
+	"ErrImagePull":         "pull",
+	"ImagePullBackOff":     "pull",
+	"CrashLoopBackOff":     "crash",
+	"RunContainerError":    "crash",
+	"CreateContainerError": "crash",
+}
 
 // String is the problem in one line, with what it means.
 func (p Problem) String() string {

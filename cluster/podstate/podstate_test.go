@@ -170,3 +170,17 @@ func TestGuardSeesARefusal(t *testing.T) {
 	quiet := &Guard{Client: fake.NewClientset(), Namespace: "op-system", What: "the operator's pods"}
 	g.Expect(quiet.Check(t.Context())).To(Succeed())
 }
+
+// A pull that fails alternates ErrImagePull and ImagePullBackOff: the
+// time adds up across the two.
+func TestWatcherAddsUpAlternatingReasons(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Now()
+	w := &Watcher{After: 15 * time.Second, Now: func() time.Time { return now }}
+	for i := range 3 {
+		reason := []string{"ErrImagePull", "ImagePullBackOff"}[i%2]
+		g.Expect(w.Stuck([]corev1.Pod{pod("a", waiting(reason, "", 0))}, nil)).To(BeEmpty(), "after %d looks", i)
+		now = now.Add(5 * time.Second)
+	}
+	g.Expect(w.Stuck([]corev1.Pod{pod("a", waiting("ImagePullBackOff", "", 0))}, nil)).To(HaveLen(1), "15 s of one pull failing")
+}
