@@ -18,13 +18,16 @@ import (
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
-// firstConverged waits for the new resource to converge. On a cluster the
-// namespace's pods are watched meanwhile: one that will not start (a crash
+// firstConverged waits for the new resource to converge. On a cluster,
+// unless the scenario allows unready pods, the namespace's pods are
+// watched meanwhile: one that will not start (a crash
 // loop, an image that is not there, a volume that does not mount) ends the
 // wait with its evidence. After a fault such states are the fault's doing,
 // and waitConverged alone waits them out.
 func (r *run) firstConverged(ctx context.Context) error {
-	if r.e.hermetic == nil {
+	// allPodsReady: false says some pods may stay unready (a backup Job's
+	// retries): their states are the scenario's, not a setup failure.
+	if all := r.s.Spec.Resource.AllPodsReady; r.e.hermetic == nil && (all == nil || *all) {
 		guard, err := r.e.podGuard(r.ns, nil, "the pods of "+r.obj.GetKind()+" "+r.obj.GetName())
 		if err != nil {
 			return err
