@@ -71,6 +71,9 @@ func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, 
 		r.statusAt(ctx, "the end")
 		r.res.Checks = append(r.res.Checks, r.truthfulCheck())
 	}
+	if r.budget != nil {
+		r.res.Checks = append(r.res.Checks, r.budget.check())
+	}
 	if ledger != nil {
 		if err := r.workloadChecks(ctx, ledger); err != nil {
 			return err

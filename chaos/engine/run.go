@@ -113,6 +113,9 @@ type run struct {
 	// podGuard, while the resource first converges on a cluster, ends the
 	// wait when one of its pods will not start.
 	podGuard *podstate.Guard
+	// budget judges the operator's pod deletions against the
+	// PodDisruptionBudgets, where the API proxy shows them.
+	budget *budgetGuard
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -204,6 +207,10 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	}
 	if err := r.create(ctx); err != nil {
 		return r.fail("creating the resource: %v", err)
+	}
+	if v := e.view; v != nil {
+		r.budget = &budgetGuard{client: e.Client, ns: r.ns}
+		defer r.budget.watch(v.proxy)()
 	}
 	if err := r.firstConverged(ctx); err != nil {
 		return r.fail("%v", err)

@@ -48,6 +48,8 @@ type Proxy struct {
 	// labelRules counts armed rules with Labels: without any, requests
 	// are not looked into for labels.
 	labelRules atomic.Int32
+	// beforeWrite is called with each write before it is acted on.
+	beforeWrite atomic.Pointer[func(Info)]
 
 	mu       sync.Mutex
 	rules    []*armed
@@ -119,6 +121,18 @@ func StartWith(upstream *rest.Config, seed uint64, o Options) (*Proxy, error) {
 	}
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	return p, nil
+}
+
+// BeforeWrite has h called with each write request (create, update,
+// patch, delete) before the proxy acts on it or forwards it, in the
+// request's goroutine: an oracle that judges the state a write acts on
+// (nil: none). The writer waits for h.
+func (p *Proxy) BeforeWrite(h func(Info)) {
+	if h == nil {
+		p.beforeWrite.Store(nil)
+		return
+	}
+	p.beforeWrite.Store(&h)
 }
 
 // Port is the port the proxy listens on.
@@ -203,6 +217,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		if x.info.Verb == "watch" || p.labelRules.Load() > 0 {
 			x.view = p.viewLabels(r, x.info)
 		}
+	}
+	if h := p.beforeWrite.Load(); h != nil && writeVerbs[x.info.Verb] {
+		(*h)(x.info)
 	}
 	var after []*armed
 	x.rule, after = p.matchRequest(x.info, x.view)

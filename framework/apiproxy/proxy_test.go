@@ -339,3 +339,23 @@ func TestAcceptAskedUpstream(t *testing.T) {
 	do(t, c, "GET", base+"/version", "application/vnd.kubernetes.protobuf, */*")
 	g.Expect(f.lastAccept()).To(Equal("application/vnd.kubernetes.protobuf, */*"), "not a resource: untouched")
 }
+
+func TestBeforeWriteSeesWritesFirst(t *testing.T) {
+	g := NewWithT(t)
+	f, p, c, base := startFake(t)
+	var seen []string
+	p.BeforeWrite(func(i Info) {
+		// The write has not reached the API server yet: it counts the
+		// requests before it.
+		f.mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s after %d", i, len(f.accepts)))
+		f.mu.Unlock()
+	})
+	cms := base + "/api/v1/namespaces/db/configmaps"
+	do(t, c, "GET", cms+"/a", "")
+	do(t, c, "DELETE", cms+"/a", "")
+	do(t, c, "PATCH", cms+"/a", "")
+	p.BeforeWrite(nil)
+	do(t, c, "DELETE", cms+"/b", "")
+	g.Expect(seen).To(Equal([]string{"delete configmaps db/a after 1", "patch configmaps db/a after 2"}), "each write, before it is sent; no read; none once removed")
+}
