@@ -234,9 +234,17 @@ test-pull-proof: registry gauntlet images chaos-images ## The pull path of the n
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/view-bugs.sh $(ARTIFACTS)/view-bugs
 
+BUGS_BUDGET ?= 10m
 .PHONY: test-explore-bugs
-test-explore-bugs: gauntlet envtest-bins ## What gauntlet explore finds in each of the reference operator's bug variants with no scenario written (EXPLORE_BUDGET each, 8m); a table in artifacts/explore-bugs.md (not in make test).
-	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/explore-bugs.sh $(ARTIFACTS)/explore-bugs
+test-explore-bugs: gauntlet envtest-bins ## The reference operator's bug variants found again by gauntlet explore, nothing written per variant (BUGS_BUDGET each); fails when one docs/BENCHMARKS.md marks found is not (nightly, not in make test).
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml \
+	  --budget $(BUGS_BUDGET) --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs
+
+BUGS_FILE ?= suites/bugbench/bugs.yaml
+.PHONY: bench-bugs
+bench-bugs: gauntlet envtest-bins ## The bug benchmark: Sieve's and Acto's published bugs (BUGS_FILE; BUGS_REPOS="op=path ..." for local clones), a campaign per buggy commit (BUGS_BUDGET), every finding replayed on the fix; artifacts/bench-bugs/bugs.md.
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f $(BUGS_FILE) --budget $(BUGS_BUDGET) \
+	  $(foreach r,$(BUGS_REPOS),--repo $(r)) $(foreach b,$(BUGS),--bug $(b)) --report $(ARTIFACTS)/bench-bugs
 
 SIM_PKGS := ./suites/simulation
 SEEDS ?= 5000

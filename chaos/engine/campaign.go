@@ -120,7 +120,7 @@ func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.
 	}
 	c.e.logf("explore: the starting resource, as it is, broke %q: %s", oracle, what)
 	f := c.finding(ctx, "explore-0", nil, nil, oracle, what)
-	f.After = time.Since(start)
+	f.After, f.Run = time.Since(start), 1
 	x.Findings, x.Runs = append(x.Findings, f), 1
 	x.Took = time.Since(start)
 	rep := report.NewReport(c.o.Seed, c.e.Name())
@@ -169,7 +169,7 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 	if oracle != "" {
 		f := c.finding(ctx, name, seq, fault, oracle, what)
 		f.Where = whereBroken(res)
-		f.After = time.Since(start)
+		f.After, f.Run = time.Since(start), x.Runs
 		x.Findings = append(x.Findings, f)
 	}
 	return res
@@ -209,7 +209,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 	}
 	f.Shrunk = stepList(shrunk)
 	if fault != nil {
-		f.Fault = fault.Describe()
+		f.Fault, f.FaultAction = fault.Describe(), fault.Action
 	}
 	file, err := e.writeFinding(o.Artifacts, c.scenario(name, shrunk, fault), oracle, what)
 	if err != nil {

@@ -67,13 +67,17 @@ type Finding struct {
 	// fresh resource's or the fault-free twin's.
 	Where string   `json:"where,omitempty"`
 	Steps []string `json:"steps"`
-	// After is how long into the campaign it was found (shrinking done).
+	// After is how long into the campaign it was found (shrinking done);
+	// Run is the campaign's run that found it (1 for the first).
 	After time.Duration `json:"after"`
+	Run   int           `json:"run,omitempty"`
 	// Fault is the fault the shrunk steps need to break the oracle, in a
-	// few words ("" for none).
-	Fault  string   `json:"fault,omitempty"`
-	Shrunk []string `json:"shrunk"`
-	File   string   `json:"file"`
+	// few words ("" for none), and FaultAction its action (pod-kill,
+	// stale-view, ...), which says its layer.
+	Fault       string   `json:"fault,omitempty"`
+	FaultAction string   `json:"faultAction,omitempty"`
+	Shrunk      []string `json:"shrunk"`
+	File        string   `json:"file"`
 }
 
 // Save writes dir/explore.json.

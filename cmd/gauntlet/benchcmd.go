@@ -19,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Write the table of benchmark figures, or compare two tables",
 	}
-	cmd.AddCommand(newBenchTableCmd(), newBenchCompareCmd())
+	cmd.AddCommand(newBenchTableCmd(), newBenchCompareCmd(), newBenchBugsCmd())
 	return cmd
 }
 

@@ -1,0 +1,269 @@
+package bugbench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// repo makes a repository with two commits of op/main.go ("v1", then
+// "v2") and a patch that turns v2 into "bug"; the working tree holds an
+// uncommitted "v3".
+func repo(t *testing.T) (dir, c1, c2, patch string) {
+	t.Helper()
+	dir = t.TempDir()
+	git(t, dir, "init", "-q")
+	write(t, filepath.Join(dir, "op/main.go"), "v1\n")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "one")
+	c1 = git(t, dir, "rev-parse", "HEAD")
+	write(t, filepath.Join(dir, "op/main.go"), "v2\n")
+	git(t, dir, "commit", "-qam", "two")
+	c2 = git(t, dir, "rev-parse", "HEAD")
+	write(t, filepath.Join(dir, "op/main.go"), "bug\n")
+	patch = filepath.Join(t.TempDir(), "bug.patch")
+	write(t, patch, "The header is not part of the diff.\n\n"+git(t, dir, "diff")+"\n")
+	write(t, filepath.Join(dir, "op/main.go"), "v3\n")
+	write(t, filepath.Join(dir, "op/new.go"), "untracked\n")
+	return dir, c1, c2, patch
+}
+
+func TestSourcesMakeCommitsWorkTreeAndPatch(t *testing.T) {
+	dir, c1, c2, patch := repo(t)
+	s := &Sources{Dir: t.TempDir()}
+	b := &Bench{Repo: dir}
+	for _, tc := range []struct {
+		tree Tree
+		want string
+	}{
+		{Tree{Operator: "o/p", Commit: c1}, "v1\n"},
+		{Tree{Operator: "o/p", Commit: c2, Patch: patch}, "bug\n"},
+		{Tree{Operator: "o/p"}, "v3\n"},
+	} {
+		got, err := s.Make(t.Context(), tc.tree, b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tree.Key(), err)
+		}
+		text, err := os.ReadFile(filepath.Join(got, "op/main.go"))
+		if err != nil || string(text) != tc.want {
+			t.Errorf("%s: op/main.go = %q, %v; want %q", tc.tree.Key(), text, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, Tree{Operator: "o/p"}.Key(), "op/new.go")); err != nil {
+		t.Errorf("the working tree's untracked file was not copied: %v", err)
+	}
+	if _, err := s.Make(t.Context(), Tree{Operator: "o/p", Commit: "0123456789abcdef"}, b); err == nil || !strings.Contains(err.Error(), "0123456789abcdef") {
+		t.Errorf("a commit the repository lacks: got %v, want an error naming it", err)
+	}
+}
+
+func TestLoadChecksAndResolves(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "p.patch"), "x")
+	write(t, filepath.Join(dir, "ok.yaml"), `
+operators:
+  - operator: o/p
+    bench: {scenarios: sc, base: b, repo: ../r}
+bugs:
+  - {id: a, operator: o/p, class: c, buggyPatch: p.patch, fixCommit: null}
+  - {id: b, operator: o/p, class: c, buggyCommit: abc, fixCommit: def}
+  - {id: c, operator: o/p, class: c, buggyCommit: abc, fixCommit: null}
+`)
+	f, err := Load(filepath.Join(dir, "ok.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.Operators[0].Bench
+	if b.Scenarios != filepath.Join(dir, "sc") || b.Repo != filepath.Join(filepath.Dir(dir), "r") || b.Variable != "OPERATOR_SOURCE" {
+		t.Errorf("bench = %+v: paths not resolved against the file's folder, or no default variable", b)
+	}
+	if fix, ok := f.Bugs[0].Fixed(); !ok || fix.Patch != "" || fix.Commit != "" {
+		t.Errorf("a patch's fix = %+v, %v; want the tree without the patch", fix, ok)
+	}
+	if fix, ok := f.Bugs[1].Fixed(); !ok || fix.Commit != "def" {
+		t.Errorf("fixCommit's fix = %+v, %v", fix, ok)
+	}
+	if _, ok := f.Bugs[2].Fixed(); ok {
+		t.Error("a bug with no fix commit and no patch has a fix")
+	}
+	for name, text := range map[string]string{
+		"unknown field":    "bugs:\n  - {id: a, operator: o/p, class: c, fixcommit: x}\n",
+		"unknown operator": "bugs:\n  - {id: a, operator: o/q, class: c, fixCommit: null}\n",
+		"missing patch":    "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyPatch: no.patch, fixCommit: null}\n",
+		"duplicate id":     "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n",
+	} {
+		write(t, filepath.Join(dir, "bad.yaml"), text)
+		if _, err := Load(filepath.Join(dir, "bad.yaml")); err == nil {
+			t.Errorf("%s: loaded without an error", name)
+		}
+	}
+}
+
+// fakeGauntlet plays gauntlet: explore writes the findings given for the
+// tree it is pointed at; run fails where fails says a file fails.
+type fakeGauntlet struct {
+	findings map[string][]report.Finding // by the tree's folder name
+	fails    map[string]bool             // "<finding file> on <tree folder>"
+	calls    []string
+}
+
+func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, error) {
+	arg := func(flag string) string {
+		i := slices.Index(args, flag)
+		return args[i+1]
+	}
+	_, src, _ := strings.Cut(arg("--set"), "=")
+	tree := filepath.Base(src)
+	g.calls = append(g.calls, args[0]+" "+tree)
+	if args[0] == "explore" {
+		x := report.Campaign{Runs: 7, Took: 3 * time.Minute, Findings: g.findings[tree]}
+		if err := os.MkdirAll(arg("--report"), 0o755); err != nil {
+			return 0, err
+		}
+		if err := x.Save(arg("--report")); err != nil {
+			return 0, err
+		}
+		return min(len(x.Findings), 1), nil
+	}
+	file := args[slices.Index(args, "-f")+3]
+	if g.fails[file+" on "+tree] {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
+	dir, c1, c2, _ := repo(t)
+	sc := t.TempDir()
+	write(t, filepath.Join(sc, "operator.yaml"), "apiVersion: gauntlet.dev/v1alpha1\nkind: Operator\nmetadata: {name: o}\nspec:\n  namespace: ns\n  selector: {a: b}\n  manifests: [m.yaml]\n")
+	f := &File{
+		Operators: []Operator{{Operator: "o/p", Bench: &Bench{Scenarios: sc, Base: "b", Repo: dir, Variable: "SRC"}}, {Operator: "o/q"}},
+		Bugs: []Bug{
+			{ID: "found", Operator: "o/p", BuggyCommit: c1, FixCommit: &c2},
+			{ID: "no-fix", Operator: "o/p", BuggyCommit: c1},
+			{ID: "quiet", Operator: "o/p", BuggyCommit: c2, FixCommit: &c1},
+			{ID: "no-door", Operator: "o/q", BuggyCommit: c1},
+		},
+	}
+	buggy, fixed := Tree{Operator: "o/p", Commit: c1}.Key(), Tree{Operator: "o/p", Commit: c2}.Key()
+	g := &fakeGauntlet{
+		findings: map[string][]report.Finding{buggy: {
+			{Scenario: "explore-2", Oracle: "settles", File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
+			{Scenario: "explore-5", Oracle: "differential", FaultAction: "stale-view", File: "/f/explore-5.yaml", Run: 5},
+			{Scenario: "explore-6", Oracle: "settles", File: "/f/explore-6.yaml", Run: 6},
+		}},
+		fails: map[string]bool{
+			"/f/explore-2.yaml on " + buggy: true,
+			"/f/explore-5.yaml on " + buggy: true, "/f/explore-5.yaml on " + fixed: true,
+		},
+	}
+	r := &Runner{File: f, Options: Options{Seed: 1, Budget: time.Minute}, Gauntlet: g.run, Out: t.TempDir(),
+		Sources: &Sources{Dir: t.TempDir()}}
+	res, err := r.Run(t.Context(), f.Bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{}
+	for _, b := range res.Bugs {
+		verdicts[b.Bug.ID] = b.Verdict
+	}
+	want := map[string]string{"found": Found, "no-fix": Unconfirmed, "quiet": NotFound, "no-door": NotRun}
+	for id, v := range want {
+		if verdicts[id] != v {
+			t.Errorf("%s: verdict %q, want %q (calls %v)", id, verdicts[id], v, g.calls)
+		}
+	}
+	if b := res.Bugs[0]; b.Finding == nil || b.Finding.Scenario != "explore-2" || b.Minutes != 1.5 {
+		t.Errorf("found by %+v after %v min; want explore-2 after 1.5", b.Finding, b.Minutes)
+	}
+	// explore-5 fails on the fix too, and no-fix has none: unattributed;
+	// explore-6 passes on the buggy source: irreproducible.
+	if got := res.Totals; got.Found != 1 || got.Unattributed != 1 || got.Irreproducible != 1 || got.FalseAlarms != 0 || got.NotRun != 1 {
+		t.Errorf("totals %+v", got)
+	}
+	if n := strings.Count(strings.Join(g.calls, "\n"), "explore "); n != 2 {
+		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
+	}
+	b, err := os.ReadFile(filepath.Join(r.Out, "bugs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Bugs) != 4 {
+		t.Errorf("bugs.json: %v, %d bugs", err, len(back.Bugs))
+	}
+	md := res.Markdown()
+	for _, s := range []string{"| found | o/p |", "none (spec changes alone)", "4 bugs: 1 found, 1 unconfirmed, 1 not found, 1 not run"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("bugs.md lacks %q:\n%s", s, md)
+		}
+	}
+}
+
+func TestFalseAlarmWhenEveryBugHasAFix(t *testing.T) {
+	fix := "f"
+	res := &Result{
+		Bugs:      []BugResult{{Bug: Bug{ID: "a", BuggyPatch: "a.patch"}, Verdict: NotFound}, {Bug: Bug{ID: "b", FixCommit: &fix}, Verdict: NotFound}},
+		Campaigns: []Campaign{{Bugs: []string{"a"}, Findings: []Finding{{OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{"t": {Verdict: Fails}}}}}},
+	}
+	if got := total(res); got.FalseAlarms != 1 || got.Unattributed != 0 {
+		t.Errorf("a finding that fails on the unpatched tree: totals %+v, want one false alarm", got)
+	}
+}
+
+func TestExpectedAndRegressions(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "B.md")
+	write(t, doc, `# Figures
+
+| figure | value |
+|---|---|
+| found | 3 |
+
+| bug | operator | verdict | minutes |
+|---|---|---|---|
+| `+"`hot-loop`"+` | ref | found | 2.1 |
+| pdb | ref | found (after 3 min) | 3.0 |
+| impatient | ref | not found: no finding | - |
+`)
+	got, err := Expected(doc)
+	if err != nil || !slices.Equal(got, []string{"hot-loop", "pdb"}) {
+		t.Fatalf("Expected = %v, %v; want [hot-loop pdb]", got, err)
+	}
+	res := &Result{Bugs: []BugResult{
+		{Bug: Bug{ID: "hot-loop"}, Verdict: Found},
+		{Bug: Bug{ID: "pdb"}, Verdict: NotFound, Why: "no finding"},
+		{Bug: Bug{ID: "impatient"}, Verdict: NotFound},
+	}}
+	if lost := res.Regressions(got); len(lost) != 1 || !strings.HasPrefix(lost[0], "pdb: not found") {
+		t.Errorf("Regressions = %v, want pdb alone", lost)
+	}
+}

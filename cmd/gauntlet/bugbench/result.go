@@ -1,0 +1,266 @@
+package bugbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Verdicts of a bug.
+const (
+	// Found: a finding failed on the buggy source and passed on the fix.
+	Found = "found"
+	// Unconfirmed: a finding failed on the buggy source, and the bug has
+	// no known fix to tell whether it is this bug.
+	Unconfirmed = "unconfirmed"
+	// NotFound: no finding the fix tells apart.
+	NotFound = "not found"
+	// NotRun: its operator has not come through the door.
+	NotRun = "not run"
+	// Error: the campaign could not run.
+	Error = "error"
+)
+
+// Replay verdicts.
+const (
+	Fails  = "fails"
+	Passes = "passes"
+)
+
+// Result is a benchmark run: bugs.json.
+type Result struct {
+	Seed      uint64        `json:"seed"`
+	Budget    string        `json:"budget"`
+	Kind      bool          `json:"kind,omitempty"`
+	Campaigns []Campaign    `json:"campaigns"`
+	Bugs      []BugResult   `json:"bugs"`
+	Totals    Totals        `json:"totals"`
+	Took      time.Duration `json:"took"`
+}
+
+// Campaign is one explore campaign on a buggy source.
+type Campaign struct {
+	Tree     string        `json:"tree"`
+	Bugs     []string      `json:"bugs"`
+	Report   string        `json:"report"`
+	Runs     int           `json:"runs"`
+	Explored time.Duration `json:"explored"`
+	Took     time.Duration `json:"took"`
+	Findings []Finding     `json:"findings,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Finding is a campaign's finding and its replays.
+type Finding struct {
+	Scenario    string            `json:"scenario"`
+	Oracle      string            `json:"oracle"`
+	What        string            `json:"what"`
+	FaultAction string            `json:"faultAction,omitempty"`
+	Fault       string            `json:"fault,omitempty"`
+	Shrunk      []string          `json:"shrunk"`
+	File        string            `json:"file"`
+	After       time.Duration     `json:"after"`
+	Run         int               `json:"run"`
+	OnBuggy     Replay            `json:"onBuggy"`
+	OnFixes     map[string]Replay `json:"onFixes,omitempty"`
+}
+
+// Replay is a finding's scenario file run once on a source.
+type Replay struct {
+	Verdict string        `json:"verdict,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	Report  string        `json:"report,omitempty"`
+	Took    time.Duration `json:"took,omitempty"`
+}
+
+func (r Replay) String() string {
+	if r.Error != "" {
+		return "error: " + r.Error
+	}
+	return r.Verdict
+}
+
+// BugResult is a bug's verdict and the finding that earned it.
+type BugResult struct {
+	Bug     Bug      `json:"bug"`
+	Verdict string   `json:"verdict"`
+	Finding *Finding `json:"finding,omitempty"`
+	Why     string   `json:"why,omitempty"`
+	// Minutes is the campaign time to the finding.
+	Minutes float64 `json:"minutes,omitempty"`
+}
+
+// Totals count the verdicts, and the findings that no listed bug
+// explains.
+type Totals struct {
+	Bugs        int `json:"bugs"`
+	Found       int `json:"found"`
+	Unconfirmed int `json:"unconfirmed"`
+	NotFound    int `json:"notFound"`
+	NotRun      int `json:"notRun"`
+	Errors      int `json:"errors"`
+	// FalseAlarms are findings that fail on every fix of their campaign
+	// when each of its bugs has one: nothing listed explains them.
+	FalseAlarms int `json:"falseAlarms"`
+	// Unattributed are findings that fail on the fixes known when some bug
+	// of the campaign has none: that one, another bug, or a false alarm.
+	Unattributed int `json:"unattributed"`
+	// Irreproducible are findings whose file passed on the buggy source.
+	Irreproducible int `json:"irreproducible"`
+}
+
+// judge gives each bug of a campaign its verdict: found by the first
+// finding that fails on its buggy source and passes on its fix.
+func judge(group []Bug, c Campaign) []BugResult {
+	var out []BugResult
+	for _, bug := range group {
+		r := BugResult{Bug: bug, Verdict: NotFound}
+		fix, hasFix := bug.Fixed()
+		for i := range c.Findings {
+			f := &c.Findings[i]
+			if f.OnBuggy.Verdict != Fails {
+				continue
+			}
+			if !hasFix {
+				r.Verdict, r.Finding = Unconfirmed, f
+				r.Why = "a finding fails on the buggy source; no fix is known to tell whether it is this bug"
+				break
+			}
+			if f.OnFixes[fix.Key()].Verdict == Passes {
+				r.Verdict, r.Finding, r.Why = Found, f, ""
+				break
+			}
+		}
+		switch {
+		case c.Error != "":
+			r.Verdict, r.Why = Error, c.Error
+		case r.Finding != nil:
+			r.Minutes = r.Finding.After.Minutes()
+		case len(c.Findings) == 0:
+			r.Why = fmt.Sprintf("no finding in %d runs (%s)", c.Runs, c.Explored.Round(time.Second))
+		default:
+			r.Why = fmt.Sprintf("%d findings, none passes on the fix", len(c.Findings))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func total(res *Result) Totals {
+	t := Totals{Bugs: len(res.Bugs)}
+	for _, b := range res.Bugs {
+		switch b.Verdict {
+		case Found:
+			t.Found++
+		case Unconfirmed:
+			t.Unconfirmed++
+		case NotFound:
+			t.NotFound++
+		case NotRun:
+			t.NotRun++
+		case Error:
+			t.Errors++
+		}
+	}
+	for _, c := range res.Campaigns {
+		allFixed := true
+		for _, b := range res.Bugs {
+			if _, ok := b.Bug.Fixed(); !ok && slices.Contains(c.Bugs, b.Bug.ID) {
+				allFixed = false
+			}
+		}
+		for _, f := range c.Findings {
+			switch {
+			case f.OnBuggy.Verdict != Fails:
+				t.Irreproducible++
+			case explained(f):
+			case allFixed && len(f.OnFixes) > 0:
+				t.FalseAlarms++
+			default:
+				t.Unattributed++
+			}
+		}
+	}
+	return t
+}
+
+// explained says some fix makes the finding pass.
+func explained(f Finding) bool {
+	for _, r := range f.OnFixes {
+		if r.Verdict == Passes {
+			return true
+		}
+	}
+	return false
+}
+
+func (res *Result) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bugs.json"), b, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bugs.md"), []byte(res.Markdown()), 0o644)
+}
+
+// Markdown is the result as a table, one row a bug, then the totals.
+func (res *Result) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| bug | operator | class | verdict | oracle | fault layer | run | minutes | replay: buggy / fix | scenario file |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range res.Bugs {
+		oracle, layer, run, minutes, replay, file := "-", "-", "-", "-", "-", "-"
+		if f := r.Finding; f != nil {
+			oracle, layer, run = f.Oracle, Layer(f.FaultAction), fmt.Sprint(f.Run)
+			minutes, file = fmt.Sprintf("%.1f", r.Minutes), f.File
+			replay = f.OnBuggy.String() + " / -"
+			if fix, ok := r.Bug.Fixed(); ok {
+				replay = f.OnBuggy.String() + " / " + f.OnFixes[fix.Key()].String()
+			}
+		}
+		verdict := r.Verdict
+		if r.Why != "" {
+			verdict += ": " + r.Why
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Bug.ID, r.Bug.Operator, r.Bug.Class,
+			cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
+	}
+	t := res.Totals
+	fmt.Fprintf(&b, "\n%d bugs: %d found, %d unconfirmed, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
+		t.Bugs, t.Found, t.Unconfirmed, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
+		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
+	for _, c := range res.Campaigns {
+		for _, f := range c.Findings {
+			if !explained(f) {
+				fmt.Fprintf(&b, "- %s, %s (%s): on the buggy source %s; on the fixes %s; %s\n", c.Tree, f.Scenario, f.Oracle,
+					f.OnBuggy, fixVerdicts(f.OnFixes), f.File)
+			}
+		}
+	}
+	return b.String()
+}
+
+func fixVerdicts(m map[string]Replay) string {
+	if len(m) == 0 {
+		return "none known"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+m[k].String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cell(s string) string {
+	return strings.NewReplacer("|", "/", "\n", " ").Replace(s)
+}

@@ -1,0 +1,224 @@
+package bugbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+)
+
+// Gauntlet runs one gauntlet command (explore or run) with args, its
+// output into the file log, and returns its exit status: 0 passed, 1
+// failed (a finding, a failed scenario), anything else an error.
+type Gauntlet func(ctx context.Context, args []string, log string) (int, error)
+
+// Runner runs a benchmark: one campaign per buggy source (bugs that share
+// a commit share it), every finding replayed on that source and on each
+// of its bugs' fixes, and a verdict per bug.
+type Runner struct {
+	File     *File
+	Options  Options
+	Sources  *Sources
+	Gauntlet Gauntlet
+	// Out is the run's folder: campaigns/, replays/, bugs.json, bugs.md.
+	Out string
+	// Progress gets a line per step: what, and how long it took.
+	Progress io.Writer
+}
+
+// Run runs the campaigns of bugs and writes the results.
+func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
+	start := time.Now()
+	res := &Result{Seed: r.Options.Seed, Budget: r.Options.Budget.String(), Kind: r.Options.Kind}
+	for _, group := range groups(bugs) {
+		b := r.File.Bench(group[0])
+		if b == nil {
+			for _, bug := range group {
+				res.Bugs = append(res.Bugs, BugResult{Bug: bug, Verdict: NotRun, Why: "its operator has no bench stanza: it has not come through the door yet"})
+			}
+			continue
+		}
+		c := r.campaign(ctx, group, b)
+		res.Campaigns = append(res.Campaigns, c)
+		res.Bugs = append(res.Bugs, judge(group, c)...)
+		// Written after each campaign: a run cut short keeps what it found.
+		res.Took, res.Totals = time.Since(start), total(res)
+		if err := res.write(r.Out); err != nil {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
+	res.Took, res.Totals = time.Since(start), total(res)
+	return res, res.write(r.Out)
+}
+
+// groups are the bugs by buggy source, in the order of their first bug.
+func groups(bugs []Bug) [][]Bug {
+	var keys []string
+	by := map[string][]Bug{}
+	for _, b := range bugs {
+		k := b.Buggy().Key()
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], b)
+	}
+	out := make([][]Bug, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, by[k])
+	}
+	return out
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Progress != nil {
+		_, _ = fmt.Fprintf(r.Progress, ">> %s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}
+
+// campaign explores the group's buggy source and replays every finding.
+func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
+	tree := group[0].Buggy()
+	c := Campaign{Tree: tree.Key(), Report: filepath.Join(r.Out, "campaigns", tree.Key())}
+	for _, bug := range group {
+		c.Bugs = append(c.Bugs, bug.ID)
+	}
+	start := time.Now()
+	defer func() { c.Took = time.Since(start) }()
+	src, err := r.source(ctx, tree, b)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	r.logf("%s: explore (bugs %v, budget %s)", c.Tree, c.Bugs, r.Options.Budget)
+	args := []string{"explore", "-f", b.Scenarios, "--base", b.Base, "--seed", strconv.FormatUint(r.Options.Seed, 10),
+		"--budget", r.Options.Budget.String(), "--sequences", strconv.Itoa(r.Options.Sequences),
+		"--max-findings", strconv.Itoa(r.Options.MaxFindings), "--report", c.Report, "--set", b.Variable + "=" + src}
+	for _, f := range b.SkipFields {
+		args = append(args, "--skip-field", f)
+	}
+	if r.Options.Kind {
+		args = append(args, "--kind")
+	}
+	code, err := r.Gauntlet(ctx, args, c.Report+".log")
+	x, rerr := readCampaign(c.Report)
+	switch {
+	case err != nil:
+		c.Error = err.Error()
+		return c
+	case code != 0 && code != 1 || rerr != nil:
+		c.Error = fmt.Sprintf("gauntlet explore exited %d (log: %s.log): %v", code, c.Report, rerr)
+		return c
+	}
+	c.Runs, c.Explored = x.Runs, x.Took
+	r.logf("%s: %d runs in %s, %d findings", c.Tree, x.Runs, x.Took.Round(time.Second), len(x.Findings))
+	opFile, err := operatorFile(b.Scenarios)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	for _, f := range x.Findings {
+		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
+	}
+	return c
+}
+
+// source makes the tree and returns the folder its Operator file builds.
+func (r *Runner) source(ctx context.Context, t Tree, b *Bench) (string, error) {
+	start := time.Now()
+	dir, err := r.Sources.Make(ctx, t, b)
+	if err != nil {
+		return "", err
+	}
+	r.logf("%s: source in %s (%s)", t.Key(), dir, time.Since(start).Round(time.Millisecond))
+	return filepath.Join(dir, b.Subdir), nil
+}
+
+// replay runs a finding's scenario file on the buggy source and on each
+// fix of the group's bugs.
+func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
+	out := Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction, Fault: f.Fault,
+		Shrunk: f.Shrunk, File: f.File, After: f.After, Run: f.Run, OnFixes: map[string]Replay{}}
+	buggy := group[0].Buggy()
+	out.OnBuggy = r.replayOn(ctx, buggy, b, opFile, f)
+	for _, bug := range group {
+		fix, ok := bug.Fixed()
+		if _, done := out.OnFixes[fix.Key()]; !ok || done {
+			continue
+		}
+		out.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f)
+	}
+	return out
+}
+
+func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, f report.Finding) Replay {
+	src, err := r.source(ctx, t, b)
+	if err != nil {
+		return Replay{Error: err.Error()}
+	}
+	dir := filepath.Join(r.Out, "replays", f.Scenario+"-on-"+t.Key())
+	args := []string{"run", "-f", opFile, "-f", f.File, "--seed", strconv.FormatUint(r.Options.Seed, 10),
+		"--report", dir, "--set", b.Variable + "=" + src}
+	if !r.Options.Kind {
+		args = append(args, "--envtest")
+	}
+	start := time.Now()
+	code, err := r.Gauntlet(ctx, args, dir+".log")
+	rep := Replay{Report: dir, Took: time.Since(start)}
+	switch {
+	case err != nil:
+		rep.Error = err.Error()
+	case code == 0:
+		rep.Verdict = Passes
+	case code == 1:
+		rep.Verdict = Fails
+	default:
+		rep.Error = fmt.Sprintf("gauntlet run exited %d (log: %s.log)", code, dir)
+	}
+	r.logf("%s replayed on %s: %s in %s", f.Scenario, t.Key(), rep, rep.Took.Round(time.Second))
+	return rep
+}
+
+func readCampaign(dir string) (*report.Campaign, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "explore.json"))
+	if err != nil {
+		return nil, err
+	}
+	x := &report.Campaign{}
+	return x, json.Unmarshal(b, x)
+}
+
+// operatorFile is the Operator file of the folder; mistakes in it are
+// the campaign's to report (the variables it names are unset here).
+func operatorFile(dir string) (string, error) {
+	set, err := scenario.LoadPaths(dir)
+	if set != nil && set.OperatorFile != "" {
+		return set.OperatorFile, nil
+	}
+	return "", errors.Join(errors.New(dir+" holds no Operator file"), err)
+}
+
+// Layer names a fault action's layer: what the finding needed besides
+// its spec changes.
+func Layer(action string) string {
+	switch {
+	case action == "":
+		return "none (spec changes alone)"
+	case scenario.IsViewAction(action):
+		return "operator's view (API proxy): " + action
+	case slices.Contains(scenario.ChaosActions, action):
+		return "cluster (Chaos Mesh): " + action
+	}
+	return action
+}

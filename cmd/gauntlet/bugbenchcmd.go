@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bugbench"
+	"github.com/gauntlet-dev/gauntlet/framework"
+)
+
+type benchBugsFlags struct {
+	file, out, expect string
+	ids, repos        []string
+	o                 bugbench.Options
+	keepSources       bool
+}
+
+func newBenchBugsCmd() *cobra.Command {
+	f := &benchBugsFlags{}
+	cmd := &cobra.Command{
+		Use:   "bugs",
+		Short: "Find published operator bugs again: a campaign per buggy commit, each finding replayed on the fix",
+		Long: `bugs reads a bug benchmark (suites/bugbench/bugs.yaml: Sieve's and Acto's
+published bugs; suites/bugbench/reference.yaml: the reference operator's
+variants) and, for each buggy source (bugs at the same commit share one),
+makes the source tree from the operator's git repository, runs
+'gauntlet explore' on it from the operator's one base scenario with nothing
+written per bug, and replays every finding's scenario file on the buggy
+source and on each bug's fix. A bug is found when a finding fails on its
+buggy source and passes on its fix; a finding that fails on every fix of a
+campaign whose bugs all have one is a false alarm.
+
+It prints a line per step and writes <report>/bugs.json and bugs.md: per
+bug, the verdict, the oracle and fault layer of the finding, the run and
+minutes of campaign time it took, the replays, the scenario file; then the
+totals. With --expect, it fails when a bug the document's table marks found
+is not found again.`,
+		Example: `  gauntlet bench bugs -f suites/bugbench/reference.yaml --budget 10m
+  gauntlet bench bugs -f suites/bugbench/bugs.yaml --bug zk-312 --repo pravega/zookeeper-operator=/src/zookeeper-operator
+  gauntlet bench bugs -f suites/bugbench/reference.yaml --expect docs/BENCHMARKS.md`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.file, "file", "f", "", "the benchmark file (required)")
+	fs.StringSliceVar(&f.ids, "bug", nil, "run only this bug (repeat; default every bug in the file)")
+	fs.StringSliceVar(&f.repos, "repo", nil, "OPERATOR=PATH: a local git repository for an operator, instead of the file's (repeat)")
+	fs.StringVar(&f.out, "report", "", "the run's folder (default artifacts/bench-bugs-<time>)")
+	fs.StringVar(&f.expect, "expect", "", "a markdown document whose bug table marks bugs found: fail when one is not found again")
+	fs.Uint64Var(&f.o.Seed, "seed", 1, "seed of every campaign and replay")
+	fs.DurationVar(&f.o.Budget, "budget", 30*time.Minute, "campaign time for each buggy source")
+	fs.IntVar(&f.o.Sequences, "sequences", 8, "multi-step sequences a campaign tries after every single step")
+	fs.IntVar(&f.o.MaxFindings, "max-findings", 3, "end a campaign after so many findings (0: at its budget)")
+	fs.BoolVar(&f.o.Kind, "kind", false, "campaigns and replays on kind clusters the harness makes, instead of envtest")
+	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
+	return cmd
+}
+
+func (f *benchBugsFlags) run(cmd *cobra.Command) error {
+	if f.file == "" {
+		return usagef("-f (the benchmark file) is required")
+	}
+	if f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 {
+		return usagef("--budget must be positive, --sequences and --max-findings not negative")
+	}
+	repos := map[string]string{}
+	for _, r := range f.repos {
+		op, path, ok := strings.Cut(r, "=")
+		if !ok || op == "" || path == "" {
+			return usagef("--repo %q: want OPERATOR=PATH", r)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		repos[op] = abs
+	}
+	file, err := bugbench.Load(f.file)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	bugs, err := file.Select(f.ids)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	var expected []string
+	if f.expect != "" {
+		if expected, err = bugbench.Expected(f.expect); err != nil {
+			return usagef("--expect: %v", err)
+		}
+	}
+	if f.out == "" {
+		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if f.out, err = filepath.Abs(f.out); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	r := &bugbench.Runner{
+		File: file, Options: f.o, Out: f.out, Progress: cmd.ErrOrStderr(), Gauntlet: selfRunner(self),
+		Sources: &bugbench.Sources{Repos: repos, Cache: filepath.Join(cache, "gauntlet", "bugbench"), Dir: filepath.Join(f.out, "src")},
+	}
+	res, err := r.Run(cmd.Context(), bugs)
+	if !f.keepSources {
+		err = errors.Join(err, os.RemoveAll(r.Sources.Dir))
+	}
+	if res != nil {
+		_, _ = fmt.Fprint(cmd.OutOrStdout(), res.Markdown())
+		_, _ = fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(f.out, "bugs.md"))
+	}
+	if err != nil {
+		return err
+	}
+	if lost := res.Regressions(expected); len(lost) > 0 {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%d bugs %s marks found were not found again:\n  %s\n", len(lost), f.expect, strings.Join(lost, "\n  "))
+		return errFailedRun
+	}
+	return nil
+}
+
+// selfRunner runs this binary's own commands as child processes, each
+// one's output into its log: a campaign that crashes loses only itself.
+func selfRunner(self string) bugbench.Gauntlet {
+	return func(ctx context.Context, args []string, log string) (int, error) {
+		if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+			return 0, err
+		}
+		out, err := os.Create(log)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = out.Close() }()
+		cmd := exec.CommandContext(ctx, self, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		err = cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), nil
+		}
+		return 0, err
+	}
+}
