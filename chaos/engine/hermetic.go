@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -250,11 +251,7 @@ func (e *Engine) simulate(ctx context.Context) {
 	c := e.hermetic.env.Client
 	sts := &framework.StatefulSetSimulator{Client: c}
 	deploys := &framework.DeploymentSimulator{Client: c}
-	gc := &framework.GarbageCollector{Client: c, Kinds: []client.ObjectList{
-		&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
-		&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &policyv1.PodDisruptionBudgetList{}, &batchv1.CronJobList{}, &batchv1.JobList{},
-		&corev1.ServiceAccountList{},
-	}}
+	gc := &framework.GarbageCollector{Client: c, Kinds: collectedKinds()}
 	claims := &framework.ClaimProtection{Client: c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -269,6 +266,17 @@ func (e *Engine) simulate(ctx context.Context) {
 				e.logf("envtest simulator: %v", err)
 			}
 		}
+	}
+}
+
+// collectedKinds are the kinds the simulated garbage collector deletes
+// once their owner is gone: every kind of childResources, which the
+// oracles judge, and the pods (TestCollectedKindsCoverChildResources).
+func collectedKinds() []client.ObjectList {
+	return []client.ObjectList{
+		&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
+		&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &policyv1.PodDisruptionBudgetList{}, &batchv1.CronJobList{}, &batchv1.JobList{},
+		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
 	}
 }
 

@@ -317,29 +317,35 @@ func show(v any) string {
 // StatefulSet's retention policy decides those): what is left leaked.
 // Garbage collection gets 30s to remove children with owner references.
 func (r *run) leftAfterDeletion(ctx context.Context) {
+	// left is the last complete listing: a poll whose list failed keeps
+	// the one before, so the violation names what was left.
 	var left []string
 	err := framework.PollFor(ctx, "the resource's children to be collected", 30*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
-		left = nil
+		var now []string
 		for _, gvr := range childResources {
 			if gvr.Resource == "persistentvolumeclaims" {
 				continue
 			}
 			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return false, err.Error(), nil
+				return false, fmt.Sprintf("listing %s: %v", gvr.Resource, err), nil
 			}
 			for _, c := range list.Items {
 				key := c.GetKind() + "/" + c.GetName()
 				if !slices.Contains(harnessObjects, key) {
-					left = append(left, key+ownersOf(&c))
+					now = append(now, key+ownersOf(&c))
 				}
 			}
 		}
+		left = now
 		return len(left) == 0, fmt.Sprint(left), nil
 	})
 	c := report.Check{Kind: "operator", Name: "nothing left once the resource is deleted", Value: "nothing", Budget: "nothing after 30s"}
 	if err != nil {
 		c.Value = strings.Join(left, ", ")
+		if len(left) == 0 {
+			c.Value = err.Error() // no listing ever completed
+		}
 		c.Violation = "left behind after the resource was deleted (leaked): " + c.Value
 		r.res.Violations = append(r.res.Violations, c.Violation)
 	}

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // TestCompareTwin: a difference is reported path by path, twin beside
@@ -78,4 +81,21 @@ func TestOperatorAnnotations(t *testing.T) {
 		"volume.beta.kubernetes.io/storage-provisioner": "rancher.io/local-path", "example.com/owner": "db",
 	})).To(Equal(map[string]string{"example.com/owner": "db"}))
 	g.Expect(operatorAnnotations(map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"})).To(BeNil())
+}
+
+func TestCollectedKindsCoverChildResources(t *testing.T) {
+	collected := map[schema.GroupResource]bool{}
+	for _, l := range collectedKinds() {
+		gvk, err := apiutil.GVKForObject(l, clientgoscheme.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := strings.TrimSuffix(gvk.Kind, "List")
+		collected[schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(kind) + "s"}] = true
+	}
+	for _, gvr := range childResources {
+		if !collected[gvr.GroupResource()] {
+			t.Errorf("%s: the oracles judge it, the envtest garbage collector does not collect it", gvr.GroupResource())
+		}
+	}
 }
