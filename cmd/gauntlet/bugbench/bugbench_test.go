@@ -3,6 +3,7 @@ package bugbench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,6 +134,7 @@ bugs:
 type fakeGauntlet struct {
 	findings map[string][]report.Finding // by the tree's folder name
 	fails    map[string]bool             // "<finding file> on <tree folder>"
+	fixed    string                      // the folder the bench's tree FIXED is made in
 	calls    []string
 }
 
@@ -142,6 +144,9 @@ func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, err
 		return args[i+1]
 	}
 	_, src, _ := strings.Cut(arg("--set"), "=")
+	if i := slices.Index(args, "--set"); args[i+3] != "FIXED="+filepath.Join(filepath.Dir(src), g.fixed) {
+		return 0, fmt.Errorf("no fixed tree after %v", args)
+	}
 	tree := filepath.Base(src)
 	g.calls = append(g.calls, args[0]+" "+tree)
 	if args[0] == "explore" {
@@ -166,7 +171,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	sc := t.TempDir()
 	write(t, filepath.Join(sc, "operator.yaml"), "apiVersion: gauntlet.dev/v1alpha1\nkind: Operator\nmetadata: {name: o}\nspec:\n  namespace: ns\n  selector: {a: b}\n  manifests: [m.yaml]\n")
 	f := &File{
-		Operators: []Operator{{Operator: "o/p", Bench: &Bench{Scenarios: sc, Base: "b", Repo: dir, Variable: "SRC"}}, {Operator: "o/q"}},
+		Operators: []Operator{{Operator: "o/p", Bench: &Bench{Scenarios: sc, Base: "b", Repo: dir, Variable: "SRC", Trees: map[string]string{"FIXED": c1}}}, {Operator: "o/q"}},
 		Bugs: []Bug{
 			{ID: "found", Operator: "o/p", BuggyCommit: c1, FixCommit: &c2},
 			{ID: "no-fix", Operator: "o/p", BuggyCommit: c1},
@@ -176,6 +181,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	}
 	buggy, fixed := Tree{Operator: "o/p", Commit: c1}.Key(), Tree{Operator: "o/p", Commit: c2}.Key()
 	g := &fakeGauntlet{
+		fixed: buggy,
 		findings: map[string][]report.Finding{buggy: {
 			{Scenario: "explore-2", Oracle: "settles", File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
 			{Scenario: "explore-5", Oracle: "differential", FaultAction: "stale-view", File: "/f/explore-5.yaml", Run: 5},

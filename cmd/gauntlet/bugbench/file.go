@@ -63,6 +63,10 @@ type Bench struct {
 	// SkipFields are spec fields the campaigns leave alone: values the
 	// environment cannot run.
 	SkipFields []string `json:"skipFields,omitempty"`
+	// Trees are further Operator file variables, each receiving the
+	// source tree of a fixed commit of the same repository, for every bug
+	// (manifests a later commit has in a form today's API server serves).
+	Trees map[string]string `json:"trees,omitempty"`
 }
 
 // Bug is a published bug (or a variant of ours) and the sources before

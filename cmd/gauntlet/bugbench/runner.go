@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,9 +103,9 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 		return c
 	}
 	r.logf("%s: explore (bugs %v, budget %s)", c.Tree, c.Bugs, r.Options.Budget)
-	args := []string{"explore", "-f", b.Scenarios, "--base", b.Base, "--seed", strconv.FormatUint(r.Options.Seed, 10),
+	args := append([]string{"explore", "-f", b.Scenarios, "--base", b.Base, "--seed", strconv.FormatUint(r.Options.Seed, 10),
 		"--budget", r.Options.Budget.String(), "--sequences", strconv.Itoa(r.Options.Sequences),
-		"--max-findings", strconv.Itoa(r.Options.MaxFindings), "--report", c.Report, "--set", b.Variable + "=" + src}
+		"--max-findings", strconv.Itoa(r.Options.MaxFindings), "--report", c.Report}, src...)
 	for _, f := range b.SkipFields {
 		args = append(args, "--skip-field", f)
 	}
@@ -134,15 +135,24 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	return c
 }
 
-// source makes the tree and returns the folder its Operator file builds.
-func (r *Runner) source(ctx context.Context, t Tree, b *Bench) (string, error) {
+// source makes the tree, and the bench's fixed trees, and returns the
+// --set flags that hand them to the Operator file.
+func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error) {
 	start := time.Now()
 	dir, err := r.Sources.Make(ctx, t, b)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	r.logf("%s: source in %s (%s)", t.Key(), dir, time.Since(start).Round(time.Millisecond))
-	return filepath.Join(dir, b.Subdir), nil
+	set := []string{"--set", b.Variable + "=" + filepath.Join(dir, b.Subdir)}
+	for _, v := range slices.Sorted(maps.Keys(b.Trees)) {
+		fixed, err := r.Sources.Make(ctx, Tree{Operator: t.Operator, Commit: b.Trees[v]}, b)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, "--set", v+"="+fixed)
+	}
+	return set, nil
 }
 
 // replay runs a finding's scenario file on the buggy source and on each
@@ -168,8 +178,8 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 		return Replay{Error: err.Error()}
 	}
 	dir := filepath.Join(r.Out, "replays", f.Scenario+"-on-"+t.Key())
-	args := []string{"run", "-f", opFile, "-f", f.File, "--seed", strconv.FormatUint(r.Options.Seed, 10),
-		"--report", dir, "--set", b.Variable + "=" + src}
+	args := append([]string{"run", "-f", opFile, "-f", f.File, "--seed", strconv.FormatUint(r.Options.Seed, 10),
+		"--report", dir}, src...)
 	if !r.Options.Kind {
 		args = append(args, "--envtest")
 	}
