@@ -348,7 +348,11 @@ func (r *run) create(ctx context.Context) error {
 		}
 		r.gvr = m.Resource
 		created, err := r.resource().Create(ctx, r.obj, metav1.CreateOptions{})
-		if err != nil {
+		switch {
+		case apierrors.IsInvalid(err):
+			// The schema or a CEL rule: no retry changes its answer.
+			return false, "", fmt.Errorf("the API server refused %s %s: %w", gvk.Kind, r.obj.GetName(), err)
+		case err != nil:
 			return false, err.Error(), nil
 		}
 		r.obj, r.createdRV = created, created.GetResourceVersion()

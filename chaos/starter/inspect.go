@@ -63,6 +63,11 @@ type Found struct {
 	// none.
 	IntField string
 	IntValue int64
+	// Dir is the project's root; Main its manager's main package
+	// ("./cmd", "." or "./cmd/manager"), "" when none was found, and
+	// ManagerArgs the manager container's command and args.
+	Dir, Main   string
+	ManagerArgs []string
 	// Notes say what was guessed and what to check.
 	Notes []string
 }
@@ -79,9 +84,12 @@ func Inspect(p Project) (*Found, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (give the folder that deploys the operator with --kustomize)", err)
 	}
-	f := &Found{Kustomize: p.Kustomize}
+	f := &Found{Kustomize: p.Kustomize, Dir: p.Dir, Main: mainPackage(p.Dir)}
 	if err := f.manager(objs); err != nil {
 		return nil, err
+	}
+	if f.Main == "" {
+		f.Notes = append(f.Notes, "no main package at cmd/main.go, main.go or cmd/manager/main.go: the Operator file has no spec.process, so envtest (gauntlet run --envtest, gauntlet explore) cannot run the manager until you add one")
 	}
 	f.Name = projectName(p.Dir, f.Name)
 	f.ImageVariable = variableName(f.Name) + "_IMAGE"
@@ -148,11 +156,26 @@ func (f *Found) manager(objs []*unstructured.Unstructured) error {
 		return fmt.Errorf("the operator's Deployment %s has no container", d.GetName())
 	}
 	f.Image, _ = manager["image"].(string)
-	f.Metrics = metricsOf(args(manager), rbacProxy)
+	f.ManagerArgs = args(manager)
+	f.Metrics = metricsOf(f.ManagerArgs, rbacProxy)
 	if f.Metrics == nil {
 		f.Notes = append(f.Notes, "the manager serves no metrics its pod exposes (--metrics-bind-address is 0 or on loopback): the Operator file has no spec.metrics, and runs are judged without the operator's reconcile counters")
 	}
 	return nil
+}
+
+// mainPackage is the manager's main package in a kubebuilder (4: cmd/, 3:
+// the root) or operator-sdk 0.x (cmd/manager/) layout, "" when none.
+func mainPackage(dir string) string {
+	for _, pkg := range []string{"cmd", ".", "cmd/manager"} {
+		if _, err := os.Stat(filepath.Join(dir, pkg, "main.go")); err == nil {
+			if pkg == "." {
+				return pkg
+			}
+			return "./" + pkg
+		}
+	}
+	return ""
 }
 
 func args(c map[string]any) []string {

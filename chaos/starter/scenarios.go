@@ -50,7 +50,7 @@ func (f *Found) scenarios() []starterScenario {
 	}
 	out = append(out, starterScenario{file: "05-explore-base.yaml", name: "explore-base",
 		description: "the starting " + f.Kind + " and no fault: the base of gauntlet explore --base explore-base",
-		body:        "  fault:\n    action: none\n    hold: 10s\n  assertions:\n    operatorRestarts: 0\n"})
+		body:        "  roles:\n    operator: {operator: true}          # the role explore's view faults act on\n  fault:\n    action: none\n    hold: 10s\n  assertions:\n    operatorRestarts: 0\n"})
 	return out
 }
 

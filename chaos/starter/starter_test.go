@@ -45,7 +45,13 @@ func TestWriteValidates(t *testing.T) {
 	g := NewWithT(t)
 	f, err := Inspect(Project{Dir: "testdata/project"})
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Main).To(Equal("./cmd"))
+	// Beside the project, as ../project: the build's -C is relative to
+	// the Operator file.
 	out := filepath.Join(t.TempDir(), "gauntlet")
+	proj := filepath.Join(filepath.Dir(out), "project")
+	g.Expect(os.CopyFS(proj, os.DirFS("testdata/project"))).To(Succeed())
+	f.Dir = proj
 	files, err := Render(f, out)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files.Write(out, false)).To(Succeed())
@@ -60,6 +66,15 @@ func TestWriteValidates(t *testing.T) {
 	g.Expect(set.Operator.Spec.Metrics).To(Equal(&scenario.Metrics{Port: 8443, Secure: true, Controller: "cache"}))
 	g.Expect(set.Scenarios[0].Spec.Roles["owned"].Owned).To(BeTrue(), "no label of the operator's is assumed")
 	g.Expect(set.Scenarios[2].Spec.During[0].Patch).To(Equal(map[string]any{"spec": map[string]any{"size": float64(4)}}))
+	g.Expect(set.Scenarios[4].Spec.Roles["operator"].Operator).To(BeTrue(), "explore's view faults act on the operator role")
+	// envtest runs the manager built from the project, its listening
+	// flags moved to the engine's addresses, no leader election.
+	pr := set.Operator.Spec.Process
+	g.Expect(pr).NotTo(BeNil())
+	g.Expect(pr.Build).To(Equal([]string{"go", "build", "-C", "../project", "-o", "${GAUNTLET_PROCESS_BINARY}", "./cmd"}))
+	g.Expect(pr.Command).To(Equal([]string{"${GAUNTLET_PROCESS_BINARY}", "--metrics-bind-address=${GAUNTLET_METRICS_ADDRESS}",
+		"--health-probe-bind-address=${GAUNTLET_PROBE_ADDRESS}"}))
+	g.Expect(pr.Env).To(HaveKeyWithValue("ENABLE_WEBHOOKS", "false"))
 
 	g.Expect(files.Write(out, false)).To(MatchError(ContainSubstring("already holds operator.yaml")))
 	g.Expect(files.Write(out, true)).To(Succeed())
@@ -117,4 +132,20 @@ func TestSampleVariables(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(set.Scenarios[0].Spec.Variables).To(HaveKeyWithValue("CACHE_IMAGE", ""))
 	g.Expect(set.Operator.Spec.Images).To(ContainElement(HaveField("Name", "${CACHE_IMAGE}")), "loaded into kind for the resource")
+}
+
+// A project whose manager init cannot find gets no spec.process, and a
+// note that says what envtest then lacks.
+func TestNoMainPackageNoProcess(t *testing.T) {
+	g := NewWithT(t)
+	proj := filepath.Join(t.TempDir(), "project")
+	g.Expect(os.CopyFS(proj, os.DirFS("testdata/project"))).To(Succeed())
+	g.Expect(os.RemoveAll(filepath.Join(proj, "cmd"))).To(Succeed())
+	f, err := Inspect(Project{Dir: proj})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Main).To(BeEmpty())
+	g.Expect(f.Notes).To(ContainElement(ContainSubstring("the Operator file has no spec.process")))
+	files, err := Render(f, filepath.Join(t.TempDir(), "gauntlet"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files[0].Content).NotTo(ContainSubstring("process:"))
 }

@@ -39,9 +39,17 @@ func Render(f *Found, out string) (Files, error) {
 	if err != nil {
 		return nil, err
 	}
+	absDir, err := filepath.Abs(f.Dir)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Rel(absOut, absDir)
+	if err != nil {
+		return nil, err
+	}
 	manifest := strings.ToLower(f.Kind) + ".yaml"
 	files := Files{
-		{"operator.yaml", f.operatorFile(filepath.ToSlash(kustomize))},
+		{"operator.yaml", f.operatorFile(filepath.ToSlash(kustomize)) + f.process(filepath.ToSlash(dir))},
 		{manifest, fmt.Sprintf("# The starting %s, from %s.\n%s", f.Kind, f.Sample, resource)},
 	}
 	for _, s := range f.scenarios() {
@@ -111,6 +119,32 @@ spec:
 		}
 		fmt.Fprintf(&b, "    controller: %s             # controller-runtime names a controller after its kind\n", strings.ToLower(f.Kind))
 	}
+	return b.String()
+}
+
+// process is the Operator file's spec.process: on envtest (gauntlet run
+// --envtest, gauntlet explore) the manager is built from the project and
+// run on the host behind the API proxy, with the flags of the manifests'
+// that say where it listens, moved to the addresses the engine gives;
+// leader election, which needs the pod's namespace, is left off.
+func (f *Found) process(dir string) string {
+	if f.Main == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("  # On envtest (gauntlet run --envtest, gauntlet explore): the manager built\n")
+	b.WriteString("  # from the project and run as a process on the host, behind the API proxy.\n")
+	fmt.Fprintf(&b, "  process:\n    build: [go, build, -C, %s, -o, \"${GAUNTLET_PROCESS_BINARY}\", %s]\n", quote(dir), f.Main)
+	b.WriteString("    command:\n      - ${GAUNTLET_PROCESS_BINARY}\n")
+	for _, flag := range []struct{ name, address string }{
+		{"--metrics-bind-address", "${GAUNTLET_METRICS_ADDRESS}"},
+		{"--health-probe-bind-address", "${GAUNTLET_PROBE_ADDRESS}"},
+	} {
+		if slices.ContainsFunc(f.ManagerArgs, func(a string) bool { return a == flag.name || strings.HasPrefix(a, flag.name+"=") }) {
+			fmt.Fprintf(&b, "      - %s=%s\n", flag.name, flag.address)
+		}
+	}
+	b.WriteString("    env:\n      ENABLE_WEBHOOKS: \"false\"   # kubebuilder's switch: a process has no webhook certificates\n")
 	return b.String()
 }
 

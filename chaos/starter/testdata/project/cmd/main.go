@@ -1,0 +1,4 @@
+package main
+
+// The manager of the test project: gauntlet init finds it here.
+func main() {}
