@@ -213,27 +213,52 @@ func bounds(s apiextensionsv1.JSONSchemaProps) (lo, hi int64) {
 	return lo, hi
 }
 
-// Plan draws the campaign: every step alone first, so that each value is
-// tried once, then up to sequences sequences, in an order the seed fixes.
-// A third of them are a step and its undo (UndoOf, against base, the
+// Plan draws the campaign: every step alone, so that each value is tried
+// once, and up to sequences sequences, in an order the seed fixes. A third
+// of the sequences are a step and its undo (UndoOf, against base, the
 // starting resource), which the differential oracle judges as "undoing a
 // change restores the earlier state"; the others are 2 to maxLen steps on
-// different fields.
+// different fields. The sequences are spread evenly among the single
+// steps rather than after them all: a campaign whose budget ends early has
+// still run some, and the faults they are held under.
 func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any) [][]Step {
 	rng := rand.New(rand.NewPCG(seed, 26))
-	var plan [][]Step
+	var singles [][]Step
 	for _, i := range rng.Perm(len(steps)) {
-		plan = append(plan, []Step{steps[i]})
+		singles = append(singles, []Step{steps[i]})
 	}
+	if maxLen < 2 || len(steps) == 0 {
+		return singles
+	}
+	return interleave(singles, sequencesOf(rng, steps, sequences, maxLen, base))
+}
+
+// interleave puts one of seqs after every len(singles)/len(seqs) singles
+// (rounded up), the rest at the end.
+func interleave(singles, seqs [][]Step) [][]Step {
+	if len(seqs) == 0 {
+		return singles
+	}
+	every := (len(singles) + len(seqs) - 1) / len(seqs)
+	plan := make([][]Step, 0, len(singles)+len(seqs))
+	for i, s := range singles {
+		plan = append(plan, s)
+		if (i+1)%every == 0 && len(seqs) > 0 {
+			plan, seqs = append(plan, seqs[0]), seqs[1:]
+		}
+	}
+	return append(plan, seqs...)
+}
+
+// sequencesOf draws up to n sequences of two steps or more, none twice.
+func sequencesOf(rng *rand.Rand, steps []Step, n, maxLen int, base map[string]any) [][]Step {
 	fields := map[string]bool{}
 	for _, s := range steps {
 		fields[s.Field()] = true
 	}
-	if maxLen < 2 || len(steps) == 0 {
-		return plan
-	}
+	var plan [][]Step
 	seen := map[string]bool{}
-	for tries := 0; len(plan) < len(steps)+sequences && tries < 50*sequences; tries++ {
+	for tries := 0; len(plan) < n && tries < 50*n; tries++ {
 		var seq []Step
 		if rng.IntN(3) == 0 || len(fields) < 2 {
 			s := steps[rng.IntN(len(steps))]

@@ -83,8 +83,9 @@ func TestStepPatch(t *testing.T) {
 	g.Expect(s.String()).To(Equal("spec.storage.size=2Gi"))
 }
 
-// The seed fixes the plan; each step runs alone once, then sequences
-// touch each field at most once, or undo the step they take.
+// The seed fixes the plan; each step runs alone once, and sequences,
+// spread among them, touch each field at most once, or undo the step they
+// take.
 func TestPlan(t *testing.T) {
 	g := NewWithT(t)
 	steps := []Step{
@@ -96,13 +97,12 @@ func TestPlan(t *testing.T) {
 	p := Plan(steps, 7, 12, 3, base)
 	g.Expect(Plan(steps, 7, 12, 3, base)).To(Equal(p), "replayable")
 	g.Expect(p).To(HaveLen(len(steps) + 12))
-	undos := 0
-	for i, seq := range p {
-		if i < len(steps) {
-			g.Expect(seq).To(HaveLen(1))
+	undos, singles := 0, map[string]int{}
+	for _, seq := range p {
+		if len(seq) == 1 {
+			singles[seq[0].String()]++
 			continue
 		}
-		g.Expect(len(seq)).To(BeNumerically(">=", 2))
 		if seq[1].Undo {
 			undos++
 			g.Expect(seq).To(HaveLen(2))
@@ -122,6 +122,33 @@ func TestPlan(t *testing.T) {
 		}
 	}
 	g.Expect(undos).To(BeNumerically(">", 0), "some sequences undo their step")
+	g.Expect(singles).To(HaveLen(len(steps)))
+	for step, n := range singles {
+		g.Expect(n).To(Equal(1), "%s alone once", step)
+	}
+	// 5 singles, 12 sequences: a sequence after every single, the rest
+	// at the end.
+	for i := 1; i < 2*len(steps); i += 2 {
+		g.Expect(len(p[i])).To(BeNumerically(">=", 2), "run %d is a sequence", i)
+	}
+}
+
+// Sequences are spread evenly among the singles, so that a short budget
+// reaches some.
+func TestInterleave(t *testing.T) {
+	g := NewWithT(t)
+	one := func(n int) []Step { return make([]Step, n) }
+	singles := [][]Step{one(1), one(1), one(1), one(1), one(1), one(1), one(1)}
+	lens := func(p [][]Step) []int {
+		var out []int
+		for _, s := range p {
+			out = append(out, len(s))
+		}
+		return out
+	}
+	g.Expect(lens(interleave(singles, [][]Step{one(2), one(3)}))).To(Equal([]int{1, 1, 1, 1, 2, 1, 1, 1, 3}))
+	g.Expect(lens(interleave(singles[:2], [][]Step{one(2), one(2), one(2)}))).To(Equal([]int{1, 2, 1, 2, 2}))
+	g.Expect(lens(interleave(singles[:2], nil))).To(Equal([]int{1, 1}))
 }
 
 func TestUndoOf(t *testing.T) {

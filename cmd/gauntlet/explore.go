@@ -33,7 +33,7 @@ func newExploreCmd() *cobra.Command {
 with no assertion written, tries changes to the custom resource's spec
 generated from its CRD's schema: every value at the bounds, every enum
 member, the default, the other boolean, strings at their length bound, one
-at a time and then in seeded sequences. The API server's dry run sorts out
+at a time and in seeded sequences spread among them. The API server's dry run sorts out
 what it refuses (the schema and its CEL rules at work). Each run is judged
 by automatic oracles: the resource settles (its converged expressions hold
 within convergeWithin), it stays settled (stableFor), and it ends as a
