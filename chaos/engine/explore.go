@@ -93,7 +93,11 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	if ref == nil {
+	switch {
+	case ctx.Err() != nil:
+		// Interrupted: what the reference run saw last is no verdict.
+		return nil, nil, fmt.Errorf("the reference run: %w", ctx.Err())
+	case ref == nil:
 		// The operator cannot settle the starting resource itself: the
 		// first finding, and the campaign has nothing to start from.
 		return c.unsettled(ctx, refRes, x, start)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,7 +117,11 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 		File: file, Options: f.o, Out: f.out, Progress: cmd.ErrOrStderr(), Gauntlet: selfRunner(self),
 		Sources: &bugbench.Sources{Repos: repos, Cache: filepath.Join(cache, "gauntlet", "bugbench"), Dir: filepath.Join(f.out, "src")},
 	}
-	res, err := r.Run(cmd.Context(), bugs)
+	// An interrupt reaches the campaign or replay running as a child,
+	// which tears its envtest or cluster down (selfRunner).
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := r.Run(ctx, bugs)
 	if !f.keepSources {
 		err = errors.Join(err, os.RemoveAll(r.Sources.Dir))
 	}
@@ -133,6 +139,10 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	return nil
 }
 
+// childTeardown is how long a cancelled campaign or replay has to tear
+// down before it is killed.
+const childTeardown = 2 * time.Minute
+
 // selfRunner runs this binary's own commands as child processes, each
 // one's output into its log: a campaign that crashes loses only itself.
 func selfRunner(self string) bugbench.Gauntlet {
@@ -147,6 +157,11 @@ func selfRunner(self string) bugbench.Gauntlet {
 		defer func() { _ = out.Close() }()
 		cmd := exec.CommandContext(ctx, self, args...)
 		cmd.Stdout, cmd.Stderr = out, out
+		// Cancelled, the child is asked to stop as an interrupt asks it
+		// (its envtest, operator and clusters torn down), and killed only
+		// if it has not within childTeardown.
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = childTeardown
 		err = cmd.Run()
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
