@@ -148,7 +148,11 @@ func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, err
 		return 0, fmt.Errorf("no fixed tree after %v", args)
 	}
 	tree := filepath.Base(src)
-	g.calls = append(g.calls, args[0]+" "+tree)
+	call := args[0] + " " + tree
+	if args[0] == "run" {
+		call += " " + args[slices.Index(args, "-f")+3]
+	}
+	g.calls = append(g.calls, call)
 	if args[0] == "explore" {
 		x := report.Campaign{Runs: 7, Took: 3 * time.Minute, Findings: g.findings[tree]}
 		if err := os.MkdirAll(arg("--report"), 0o755); err != nil {
@@ -185,7 +189,8 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		findings: map[string][]report.Finding{buggy: {
 			{Scenario: "explore-2", Oracle: "settles", File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
 			{Scenario: "explore-5", Oracle: "differential", FaultAction: "stale-view", File: "/f/explore-5.yaml", Run: 5},
-			{Scenario: "explore-6", Oracle: "settles", File: "/f/explore-6.yaml", Run: 6},
+			{Scenario: "explore-6", Oracle: "settles", Shrunk: []string{"spec.a=1"}, File: "/f/explore-6.yaml", Run: 6},
+			{Scenario: "explore-7", Oracle: "settles", File: "/f/explore-7.yaml", Run: 7},
 		}},
 		fails: map[string]bool{
 			"/f/explore-2.yaml on " + buggy: true,
@@ -215,6 +220,9 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	// explore-6 passes on the buggy source: irreproducible.
 	if got := res.Totals; got.Found != 1 || got.Unattributed != 1 || got.Irreproducible != 1 || got.FalseAlarms != 0 || got.NotRun != 1 {
 		t.Errorf("totals %+v", got)
+	}
+	if slices.ContainsFunc(g.calls, func(c string) bool { return strings.Contains(c, "explore-7") }) {
+		t.Errorf("explore-7, of explore-2's cause, was replayed: %v", g.calls)
 	}
 	if n := strings.Count(strings.Join(g.calls, "\n"), "explore "); n != 2 {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)

@@ -68,6 +68,9 @@ type Finding struct {
 	Run         int               `json:"run"`
 	OnBuggy     Replay            `json:"onBuggy"`
 	OnFixes     map[string]Replay `json:"onFixes,omitempty"`
+	// SameCauseAs names the finding of the same cause that was replayed
+	// in its place ("" when this one was).
+	SameCauseAs string `json:"sameCauseAs,omitempty"`
 }
 
 // Replay is a finding's scenario file run once on a source.
@@ -176,6 +179,7 @@ func total(res *Result) Totals {
 		}
 		for _, f := range c.Findings {
 			switch {
+			case f.SameCauseAs != "":
 			case f.OnBuggy.Verdict != Fails:
 				t.Irreproducible++
 			case explained(f):
@@ -241,7 +245,7 @@ func (res *Result) Markdown() string {
 		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
 	for _, c := range res.Campaigns {
 		for _, f := range c.Findings {
-			if !explained(f) {
+			if f.SameCauseAs == "" && !explained(f) {
 				fmt.Fprintf(&b, "- %s, %s (%s): on the buggy source %s; on the fixes %s; %s\n", c.Tree, f.Scenario, f.Oracle,
 					f.OnBuggy, fixVerdicts(f.OnFixes), f.File)
 			}

@@ -129,7 +129,20 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 		c.Error = err.Error()
 		return c
 	}
+	// One replay per cause (the oracle and where it broke): the other
+	// findings of a cause are listed, not run again.
+	first := map[string]string{}
+	for _, cause := range report.GroupFindings(x.Findings) {
+		for _, name := range cause.Findings {
+			first[name] = cause.Findings[0]
+		}
+	}
 	for _, f := range x.Findings {
+		if same := first[f.Scenario]; same != f.Scenario {
+			c.Findings = append(c.Findings, Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction,
+				Fault: f.Fault, Shrunk: f.Shrunk, File: f.File, After: f.After, Run: f.Run, SameCauseAs: same})
+			continue
+		}
 		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
 	}
 	return c
