@@ -220,8 +220,8 @@ func (res *Result) write(dir string) error {
 // Markdown is the result as a table, one row a bug, then the totals.
 func (res *Result) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| bug | operator | class | verdict | oracle | fault layer | run | minutes | replay: buggy / fix | scenario file |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| bug | operator | class | found by | verdict | oracle | fault layer | run | minutes | replay: buggy / fix | scenario file |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range res.Bugs {
 		oracle, layer, run, minutes, replay, file := "-", "-", "-", "-", "-", "-"
 		if f := r.Finding; f != nil {
@@ -236,7 +236,7 @@ func (res *Result) Markdown() string {
 		if r.Why != "" {
 			verdict += ": " + r.Why
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Bug.ID, r.Bug.Operator, r.Bug.Class,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Bug.ID, r.Bug.Operator, r.Bug.Class, cell(r.Bug.anchor()),
 			cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
 	}
 	t := res.Totals
@@ -252,6 +252,18 @@ func (res *Result) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// anchor says which tool published the bug, with its oracles: the
+// anchors' own result beside ours.
+func (b Bug) anchor() string {
+	if b.Source == "" {
+		return "-"
+	}
+	if len(b.Oracle) == 0 {
+		return b.Source
+	}
+	return b.Source + " (" + strings.Join(b.Oracle, ", ") + ")"
 }
 
 func fixVerdicts(m map[string]Replay) string {
