@@ -156,7 +156,11 @@ api-relay: ## Build the API relay (the in-cluster end of the API proxy's tunnel,
 ##@ Test
 
 .PHONY: test
-test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view test-explore ## Run the tree check, lint, the generated-files check, the build and every hermetic tier.
+test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view test-explore test-install ## Run the tree check, lint, the generated-files check, the build, every hermetic tier and the install proof.
+
+.PHONY: test-install
+test-install: ## go install .../cmd/gauntlet@v0.1.0 in an empty folder from HEAD's modules served by a local proxy, then init and validate a copy of the Memcached example with the installed binary (ci/install-proof.sh).
+	ci/install-proof.sh
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members, every hermetic package (about 1 min warm).

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs gauntlet as a user would, in an empty folder, before any tag
+# is pushed: HEAD's modules are served at VERSION (default v0.1.0) by a
+# local module proxy (ci/modproxy, a folder GOPROXY=file:// reads; every
+# other module comes from the usual proxy), then
+#   go install github.com/gauntlet-dev/gauntlet/cmd/gauntlet@VERSION
+# runs with no checkout, no go.work and no make. The installed binary
+# then prints its version and, in a copy of the Memcached example taken
+# out of the repository, writes its starter files (gauntlet init) and
+# validates them and the example's own scenarios: no repository path is
+# read. Each step's time is printed. COLD=1 starts from empty Go build and
+# module caches, as a fresh machine does. The work folder is removed at
+# exit unless KEEP=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+version=${VERSION:-v0.1.0}
+work=$(mktemp -d "${TMPDIR:-/tmp}/gauntlet-install.XXXXXX")
+[[ ${KEEP:-} == 1 ]] || trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+log() { echo ">> $(date +%H:%M:%S) install-proof: $*"; }
+step() { local what=$1 t; shift; t=$(date +%s); log "$what"; "$@"; log "$what: done in $(( $(date +%s) - t ))s"; }
+
+mkdir -p "$work/src" "$work/empty" "$work/bin"
+if [[ ${COLD:-} == 1 ]]; then
+  export GOCACHE=$work/gocache GOMODCACHE=$work/modcache
+fi
+step "HEAD's tree" sh -c "git archive HEAD | tar -x -C '$work/src'"
+step "the modules at $version in a local proxy" go run ./ci/modproxy -src "$work/src" -version "$version" -out "$work/proxy"
+cd "$work/empty"
+step "go install .../cmd/gauntlet@$version in an empty folder" \
+  env GOWORK=off GOFLAGS= GOPROXY="file://$work/proxy,$(go env GOPROXY)" GONOSUMDB=github.com/gauntlet-dev \
+  GOBIN="$work/bin" go install "github.com/gauntlet-dev/gauntlet/cmd/gauntlet@$version"
+g=$work/bin/gauntlet
+"$g" version
+cp -r "$root/suites/examples/memcached" "$work/user"
+cd "$work/user"
+rm -rf bin
+step "gauntlet init in the example, out of the repository" "$g" init --sample scenarios/memcached.yaml --out gauntlet
+step "gauntlet validate of what init wrote" "$g" validate -f gauntlet --set MEMCACHED_IMAGE=example.com/memcached:bookworm
+step "gauntlet validate of the example's own scenarios" "$g" validate -f scenarios
+log "installed and used outside the repository"
