@@ -207,7 +207,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 			fault = nil
 		}
 	}
-	f.Shrunk = stepList(shrunk)
+	f.Shrunk, f.Fields = stepList(shrunk), setBy(shrunk)
 	if fault != nil {
 		f.Fault, f.FaultAction = fault.Describe(), fault.Action
 	}

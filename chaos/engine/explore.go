@@ -272,9 +272,18 @@ func verdictOf(res *report.Result) (oracle, what string) {
 // classify is verdictOf with the refusal oracle: a spec that does not
 // settle is no finding when a condition names a field the steps set.
 func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
+	return Oracle(res, setBy(seq))
+}
+
+// Oracle names the oracle a run broke, as explore judges it, and says
+// what it saw: "" when it passed, when the API server refused a step, or
+// when it did not settle and a condition names one of fields, the fields
+// its steps set (the operator refused the spec and said why). A replay
+// of a finding's file is judged by it, as the campaign judged the run.
+func Oracle(res *report.Result, fields []string) (oracle, what string) {
 	oracle, what = verdictOf(res)
 	if oracle == "settles" {
-		if cond := namedInCondition(res.Conditions, setBy(seq)); cond != "" {
+		if cond := namedInCondition(res.Conditions, fields); cond != "" {
 			return "", "refused by the operator, in its " + cond
 		}
 	}

@@ -77,7 +77,10 @@ type Finding struct {
 	Fault       string   `json:"fault,omitempty"`
 	FaultAction string   `json:"faultAction,omitempty"`
 	Shrunk      []string `json:"shrunk"`
-	File        string   `json:"file"`
+	// Fields are the spec fields the shrunk steps set, which the refusal
+	// oracle looks for in the conditions (engine.Oracle).
+	Fields []string `json:"fields,omitempty"`
+	File   string   `json:"file"`
 }
 
 // Save writes dir/explore.json.

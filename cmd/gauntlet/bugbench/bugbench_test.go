@@ -133,7 +133,7 @@ bugs:
 // tree it is pointed at; run fails where fails says a file fails.
 type fakeGauntlet struct {
 	findings map[string][]report.Finding // by the tree's folder name
-	fails    map[string]bool             // "<finding file> on <tree folder>"
+	fails    map[string]failed           // by "<finding file> on <tree folder>"
 	fixed    string                      // the folder the bench's tree FIXED is made in
 	calls    []string
 }
@@ -164,10 +164,30 @@ func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, err
 		return min(len(x.Findings), 1), nil
 	}
 	file := args[slices.Index(args, "-f")+3]
-	if g.fails[file+" on "+tree] {
-		return 1, nil
+	res, ok := g.fails[file+" on "+tree]
+	if !ok {
+		return 0, nil
 	}
-	return 0, nil
+	rep := report.NewReport(1, "envtest")
+	res.Run = &report.Run{Scenario: strings.TrimSuffix(filepath.Base(file), ".yaml"), Errors: res.Errors}
+	rep.Results = []*report.Result{&res.Result}
+	return 1, rep.Write(arg("--report"))
+}
+
+// failed is a replay's result that breaks an oracle: "settles" (it did
+// not converge; conds are its conditions then) or a check's.
+type failed struct {
+	report.Result
+	Errors []string
+}
+
+func settles(conds ...report.Condition) failed {
+	return failed{Result: report.Result{Conditions: conds}, Errors: []string{"waiting for db to converge: gave up after 2m0s"}}
+}
+
+func broke(kind, name string) failed {
+	c := report.Check{Kind: kind, Name: name, Violation: "broken"}
+	return failed{Result: report.Result{Checks: []report.Check{c}, Violations: []string{c.Violation}}}
 }
 
 func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
@@ -187,14 +207,19 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	g := &fakeGauntlet{
 		fixed: buggy,
 		findings: map[string][]report.Finding{buggy: {
-			{Scenario: "explore-2", Oracle: "settles", File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
-			{Scenario: "explore-5", Oracle: "differential", FaultAction: "stale-view", File: "/f/explore-5.yaml", Run: 5},
+			{Scenario: "explore-2", Oracle: "settles", Fields: []string{"spec.a"}, File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
+			{Scenario: "explore-5", Oracle: "differential: end state", FaultAction: "stale-view", File: "/f/explore-5.yaml", Run: 5},
 			{Scenario: "explore-6", Oracle: "settles", Shrunk: []string{"spec.a=1"}, File: "/f/explore-6.yaml", Run: 6},
 			{Scenario: "explore-7", Oracle: "settles", File: "/f/explore-7.yaml", Run: 7},
 		}},
-		fails: map[string]bool{
-			"/f/explore-2.yaml on " + buggy: true,
-			"/f/explore-5.yaml on " + buggy: true, "/f/explore-5.yaml on " + fixed: true,
+		fails: map[string]failed{
+			"/f/explore-2.yaml on " + buggy: settles(),
+			// On the fix it does not settle either, but says why, naming
+			// the field the step set: refused, as explore judges it.
+			"/f/explore-2.yaml on " + fixed: settles(report.Condition{Type: "Progressing", Status: "False", Message: "spec.a must be even"}),
+			"/f/explore-5.yaml on " + buggy: broke("differential", "end state"), "/f/explore-5.yaml on " + fixed: broke("differential", "end state"),
+			// Another oracle broken on the buggy source: not this finding.
+			"/f/explore-6.yaml on " + buggy: broke("twin", "writes"),
 		},
 	}
 	r := &Runner{File: f, Options: Options{Seed: 1, Budget: time.Minute}, Gauntlet: g.run, Out: t.TempDir(),

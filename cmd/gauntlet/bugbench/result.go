@@ -75,15 +75,21 @@ type Finding struct {
 
 // Replay is a finding's scenario file run once on a source.
 type Replay struct {
+	// Verdict is Fails when the run broke the finding's oracle, Passes
+	// otherwise; Oracle names the oracle it broke ("" for none).
 	Verdict string        `json:"verdict,omitempty"`
+	Oracle  string        `json:"oracle,omitempty"`
 	Error   string        `json:"error,omitempty"`
 	Report  string        `json:"report,omitempty"`
 	Took    time.Duration `json:"took,omitempty"`
 }
 
 func (r Replay) String() string {
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		return "error: " + r.Error
+	case r.Verdict == Passes && r.Oracle != "":
+		return "passes (breaks " + r.Oracle + " instead)"
 	}
 	return r.Verdict
 }

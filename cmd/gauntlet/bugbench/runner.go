@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -205,12 +206,35 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 	case code == 0:
 		rep.Verdict = Passes
 	case code == 1:
-		rep.Verdict = Fails
+		rep.Verdict, rep.Oracle, err = judgeReplay(dir, f)
+		if err != nil {
+			rep.Error = err.Error()
+		}
 	default:
 		rep.Error = fmt.Sprintf("gauntlet run exited %d (log: %s.log)", code, dir)
 	}
 	r.logf("%s replayed on %s: %s in %s", f.Scenario, t.Key(), rep, rep.Took.Round(time.Second))
 	return rep
+}
+
+// judgeReplay judges a failed replay as the campaign judged the run: it
+// fails when it broke the finding's oracle (a spec the operator refused in
+// a condition naming the field is no failure, as in explore); a replay
+// that broke another oracle passes this finding and says which.
+func judgeReplay(dir string, f report.Finding) (verdict, oracle string, err error) {
+	rep, err := report.ReadReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return "", "", err
+	}
+	res := rep.Result(f.Scenario)
+	if res == nil {
+		return "", "", fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
+	}
+	oracle, _ = engine.Oracle(res, f.Fields)
+	if oracle == f.Oracle {
+		return Fails, oracle, nil
+	}
+	return Passes, oracle, nil
 }
 
 func readCampaign(dir string) (*report.Campaign, error) {
