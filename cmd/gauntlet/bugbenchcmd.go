@@ -19,10 +19,10 @@ import (
 )
 
 type benchBugsFlags struct {
-	file, out, expect string
-	ids, repos        []string
-	o                 bugbench.Options
-	keepSources       bool
+	file, out, expect, rejudge string
+	ids, repos                 []string
+	o                          bugbench.Options
+	keepSources                bool
 }
 
 func newBenchBugsCmd() *cobra.Command {
@@ -63,10 +63,14 @@ is not found again.`,
 	fs.IntVar(&f.o.MaxFindings, "max-findings", 3, "end a campaign after so many findings (0: at its budget)")
 	fs.BoolVar(&f.o.Kind, "kind", false, "campaigns and replays on kind clusters the harness makes, instead of envtest")
 	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
+	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; nothing runs")
 	return cmd
 }
 
 func (f *benchBugsFlags) run(cmd *cobra.Command) error {
+	if f.rejudge != "" {
+		return rejudgeRun(cmd, f.rejudge)
+	}
 	if f.file == "" {
 		return usagef("-f (the benchmark file) is required")
 	}
@@ -136,6 +140,23 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%d bugs %s marks found were not found again:\n  %s\n", len(lost), f.expect, strings.Join(lost, "\n  "))
 		return errFailedRun
 	}
+	return nil
+}
+
+// rejudgeRun judges a recorded run's replays again and rewrites its
+// results.
+func rejudgeRun(cmd *cobra.Command, dir string) error {
+	res, err := bugbench.ReadResult(dir)
+	if err != nil {
+		return usagef("--rejudge: %v", err)
+	}
+	if err := bugbench.Rejudge(res); err != nil {
+		return err
+	}
+	if err := res.Write(dir); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprint(cmd.OutOrStdout(), res.Markdown())
 	return nil
 }
 

@@ -252,6 +252,17 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	if n := strings.Count(strings.Join(g.calls, "\n"), "explore "); n != 2 {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
 	}
+	// Judged again from the replays' reports, read back: the same verdicts.
+	again, err := ReadResult(r.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Rejudge(again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Totals != res.Totals {
+		t.Errorf("judged again: totals %+v, want %+v", again.Totals, res.Totals)
+	}
 	b, err := os.ReadFile(filepath.Join(r.Out, "bugs.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -304,5 +315,13 @@ func TestExpectedAndRegressions(t *testing.T) {
 	}}
 	if lost := res.Regressions(got); len(lost) != 1 || !strings.HasPrefix(lost[0], "pdb: not found") {
 		t.Errorf("Regressions = %v, want pdb alone", lost)
+	}
+}
+
+func TestFieldsOfShrunkSteps(t *testing.T) {
+	got := fieldsOf([]string{"spec.restoreFrom.s3.region=aaaaaaaa…(64 characters) (in a new spec.restoreFrom) at creation", "spec.image back as it was", "spec.replicas=5"})
+	want := []string{"spec.restoreFrom.s3.region", "spec.restoreFrom", "spec.image", "spec.replicas"}
+	if !slices.Equal(got, want) {
+		t.Errorf("fieldsOf = %v, want %v", got, want)
 	}
 }

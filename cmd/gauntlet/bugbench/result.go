@@ -63,6 +63,7 @@ type Finding struct {
 	FaultAction string            `json:"faultAction,omitempty"`
 	Fault       string            `json:"fault,omitempty"`
 	Shrunk      []string          `json:"shrunk"`
+	Fields      []string          `json:"fields,omitempty"`
 	File        string            `json:"file"`
 	After       time.Duration     `json:"after"`
 	Run         int               `json:"run"`
@@ -209,7 +210,18 @@ func explained(f Finding) bool {
 	return false
 }
 
-func (res *Result) write(dir string) error {
+// ReadResult reads a run's dir/bugs.json.
+func ReadResult(dir string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "bugs.json"))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	return res, json.Unmarshal(b, res)
+}
+
+// Write writes dir/bugs.json and bugs.md.
+func (res *Result) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
@@ -54,7 +55,7 @@ func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 		res.Bugs = append(res.Bugs, judge(group, c)...)
 		// Written after each campaign: a run cut short keeps what it found.
 		res.Took, res.Totals = time.Since(start), total(res)
-		if err := res.write(r.Out); err != nil {
+		if err := res.Write(r.Out); err != nil {
 			return res, err
 		}
 		if ctx.Err() != nil {
@@ -62,7 +63,7 @@ func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 		}
 	}
 	res.Took, res.Totals = time.Since(start), total(res)
-	return res, res.write(r.Out)
+	return res, res.Write(r.Out)
 }
 
 // groups are the bugs by buggy source, in the order of their first bug.
@@ -141,7 +142,7 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	for _, f := range x.Findings {
 		if same := first[f.Scenario]; same != f.Scenario {
 			c.Findings = append(c.Findings, Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction,
-				Fault: f.Fault, Shrunk: f.Shrunk, File: f.File, After: f.After, Run: f.Run, SameCauseAs: same})
+				Fault: f.Fault, Shrunk: f.Shrunk, Fields: f.Fields, File: f.File, After: f.After, Run: f.Run, SameCauseAs: same})
 			continue
 		}
 		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
@@ -173,7 +174,7 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 // fix of the group's bugs.
 func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
 	out := Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction, Fault: f.Fault,
-		Shrunk: f.Shrunk, File: f.File, After: f.After, Run: f.Run, OnFixes: map[string]Replay{}}
+		Shrunk: f.Shrunk, Fields: f.Fields, File: f.File, After: f.After, Run: f.Run, OnFixes: map[string]Replay{}}
 	buggy := group[0].Buggy()
 	out.OnBuggy = r.replayOn(ctx, buggy, b, opFile, f)
 	for _, bug := range group {
@@ -268,4 +269,77 @@ func Layer(action string) string {
 		return "cluster (Chaos Mesh): " + action
 	}
 	return action
+}
+
+// Rejudge judges a recorded run's replays again, from their reports, and
+// recomputes every verdict and total: a run made before the judgement
+// changed needs no campaign run again.
+func Rejudge(res *Result) error {
+	bugs := map[string]Bug{}
+	for _, b := range res.Bugs {
+		bugs[b.Bug.ID] = b.Bug
+	}
+	var out []BugResult
+	for ci := range res.Campaigns {
+		c := &res.Campaigns[ci]
+		for fi := range c.Findings {
+			f := &c.Findings[fi]
+			if len(f.Fields) == 0 {
+				f.Fields = fieldsOf(f.Shrunk) // recorded before findings carried them
+			}
+			finding := report.Finding{Scenario: f.Scenario, Oracle: f.Oracle, Fields: f.Fields}
+			var err error
+			if f.OnBuggy, err = rejudge(f.OnBuggy, finding); err != nil {
+				return err
+			}
+			for k, r := range f.OnFixes {
+				if f.OnFixes[k], err = rejudge(r, finding); err != nil {
+					return err
+				}
+			}
+		}
+		var group []Bug
+		for _, id := range c.Bugs {
+			group = append(group, bugs[id])
+		}
+		out = append(out, judge(group, *c)...)
+	}
+	for _, b := range res.Bugs {
+		if b.Verdict == NotRun {
+			out = append(out, b)
+		}
+	}
+	res.Bugs, res.Totals = out, total(res)
+	return nil
+}
+
+// rejudge reads a failed replay's report again.
+func rejudge(r Replay, f report.Finding) (Replay, error) {
+	if r.Verdict != Fails || r.Report == "" {
+		return r, nil
+	}
+	verdict, oracle, err := judgeReplay(r.Report, f)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", r.Report, err)
+	}
+	r.Verdict, r.Oracle = verdict, oracle
+	return r, nil
+}
+
+// fieldsOf reads the fields back from shrunk steps as explore prints them
+// ("spec.a.b=value (in a new spec.a) at creation", "spec.a back as it
+// was"): each step's field, and the parent it was set inside.
+func fieldsOf(shrunk []string) []string {
+	var out []string
+	for _, step := range shrunk {
+		field, _, _ := strings.Cut(step, "=")
+		field, _, _ = strings.Cut(field, " back as it was")
+		out = append(out, field)
+		if _, rest, ok := strings.Cut(step, "(in a new "); ok {
+			if parent, _, ok := strings.Cut(rest, ")"); ok {
+				out = append(out, parent)
+			}
+		}
+	}
+	return out
 }
