@@ -63,6 +63,10 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 			s.Spec.Assertions.OperatorRestarts = 1
 		}
 		s.Metadata.Description += ", under " + fault.Describe()
+		if fault.StaleFrom == scenario.StaleFromDeleted {
+			s.Spec.Before = []scenario.Action{{Recreate: true}}
+			s.Metadata.Description += ", after the resource is deleted and created again"
+		}
 		if fault.Target == operatorRole {
 			roles := maps.Clone(s.Spec.Roles)
 			if roles == nil {

@@ -19,10 +19,12 @@ const operatorRole = "operator"
 // run, made from what the operator did since a moment (the reference
 // run): a conflict on its status writes, errors, a kill right after a
 // write and coalesced events on each kind of child it wrote, a restart
-// onto a view as of the resource's creation, and expired watches. On a
+// onto a view as of the resource's creation, and, where it holds a
+// finalizer, as of its deletion after a recreate, and expired watches. On a
 // cluster, a pod kill of each role the base scenario names too. Nothing
 // in it is known of the operator beforehand.
-func (e *Engine) faultMenu(since time.Time, plural string, roles map[string]scenario.Role) []scenario.Fault {
+func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scenario.Role) []scenario.Fault {
+	plural := ref.Plural
 	if e.view == nil {
 		return nil
 	}
@@ -61,6 +63,13 @@ func (e *Engine) faultMenu(since time.Time, plural string, roles map[string]scen
 			scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(15 * time.Second),
 				Requests: &scenario.RequestMatch{Resource: res}})
 	}
+	if ref.Finalized {
+		// Sieve's recreate: the resource deleted and created again, the
+		// operator restarted onto a view as of the old one's deletion. It
+		// needs a finalizer, which keeps the old one visibly deleting.
+		menu = append(menu, scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: scenario.StaleFromDeleted,
+			Restart: true, Hold: hold(15 * time.Second), Requests: &scenario.RequestMatch{Resource: plural}})
+	}
 	menu = append(menu,
 		scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: "created", Restart: true, Hold: hold(10 * time.Second),
 			Requests: &scenario.RequestMatch{Resource: plural}},
@@ -83,30 +92,51 @@ func (e *Engine) faultMenu(since time.Time, plural string, roles map[string]scen
 // through the API proxy and Chaos Mesh faults on the cluster, each
 // faulted sequence first draws its layer, so that a menu of many view
 // faults and a few pod kills still gives each layer half the sequences.
+// Within a layer the faults come in a seeded order, each once before any
+// twice, so that a short campaign holds as many different faults as it
+// can.
 func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.Fault {
 	out := make([]*scenario.Fault, len(plan))
 	if len(menu) == 0 {
 		return out
 	}
-	var view, infra []scenario.Fault
+	rng := rand.New(rand.NewPCG(seed, 27))
+	var view, infra cycle
 	for _, f := range menu {
 		if scenario.IsViewAction(f.Action) {
-			view = append(view, f)
+			view.faults = append(view.faults, f)
 		} else {
-			infra = append(infra, f)
+			infra.faults = append(infra.faults, f)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, 27))
 	for i, seq := range plan {
 		if len(seq) < 2 || rng.IntN(2) == 0 {
 			continue
 		}
-		layer := menu
-		if len(view) > 0 && len(infra) > 0 {
-			layer = [][]scenario.Fault{view, infra}[rng.IntN(2)]
+		layer := &view
+		switch {
+		case len(view.faults) == 0:
+			layer = &infra
+		case len(infra.faults) > 0 && rng.IntN(2) == 1:
+			layer = &infra
 		}
-		f := layer[rng.IntN(len(layer))]
+		f := layer.next(rng)
 		out[i] = &f
 	}
 	return out
+}
+
+// cycle hands out its faults in a seeded order, each once per round.
+type cycle struct {
+	faults []scenario.Fault
+	order  []int
+}
+
+func (c *cycle) next(rng *rand.Rand) scenario.Fault {
+	if len(c.order) == 0 {
+		c.order = rng.Perm(len(c.faults))
+	}
+	f := c.faults[c.order[0]]
+	c.order = c.order[1:]
+	return f
 }

@@ -105,7 +105,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	c.learned.observe(ref)
 	var faults []*scenario.Fault
 	if !o.NoFaults {
-		menu := e.faultMenu(refStart, ref.Plural, base.Spec.Roles)
+		menu := e.faultMenu(refStart, ref, base.Spec.Roles)
 		faults = faultsFor(plan, menu, o.Seed)
 		e.logf("explore: %d faults to hold while a sequence's steps run, learned from the reference run", len(menu))
 	}

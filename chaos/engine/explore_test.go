@@ -241,6 +241,21 @@ func TestFaultsFor(t *testing.T) {
 		}
 	}
 	g.Expect(kills).To(BeNumerically("~", faulted/2, 6), "%d pod kills among %d faulted sequences", kills, faulted)
+
+	// Six view faults: the first six faulted sequences hold each once.
+	six := []scenario.Fault{}
+	for _, a := range []string{scenario.ActionWatchClose, scenario.ActionStaleView, scenario.ActionAPIError,
+		scenario.ActionKillAfterWrite, scenario.ActionWatchCoalesce, scenario.ActionAPILatency} {
+		six = append(six, scenario.Fault{Action: a})
+	}
+	seen := map[string]bool{}
+	for _, f := range faultsFor(plan, six, 7) {
+		if f != nil && len(seen) < 6 {
+			g.Expect(seen[f.Action]).To(BeFalse(), "%s twice before every fault held once", f.Action)
+			seen[f.Action] = true
+		}
+	}
+	g.Expect(seen).To(HaveLen(6))
 }
 
 // A campaign's wait ends at a condition, for the resource's generation,

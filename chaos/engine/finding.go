@@ -100,11 +100,11 @@ func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, err
 		key string
 		v   any
 	}{
-		{"variables", s.Spec.Variables}, {"resource", resource}, {"roles", s.Spec.Roles},
+		{"variables", s.Spec.Variables}, {"resource", resource}, {"roles", s.Spec.Roles}, {"before", s.Spec.Before},
 		{"fault", faultMap(s.Spec.Fault)}, {"workload", s.Spec.Workload}, {"during", during}, {"assertions", assertions},
 	} {
 		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 ||
-			part.key == "workload" && s.Spec.Workload == nil {
+			part.key == "workload" && s.Spec.Workload == nil || part.key == "before" && len(s.Spec.Before) == 0 {
 			continue
 		}
 		if err := block(part.key, part.v); err != nil {

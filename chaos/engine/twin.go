@@ -51,8 +51,10 @@ type endState struct {
 	// Spec is the resource's spec at the end (not compared: a
 	// differential run creates a fresh resource with it).
 	Spec map[string]any `json:"spec,omitempty"`
-	// Plural is the resource's plural name (not compared).
-	Plural string `json:"-"`
+	// Plural is the resource's plural name and Finalized whether it held
+	// a finalizer at the end (neither compared).
+	Plural    string `json:"-"`
+	Finalized bool   `json:"-"`
 }
 
 // captureEnd reads the run's end state.
@@ -61,7 +63,7 @@ func (r *run) captureEnd(ctx context.Context) (*endState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &endState{Children: map[string]map[string]any{}, Plural: r.gvr.Resource}
+	st := &endState{Children: map[string]map[string]any{}, Plural: r.gvr.Resource, Finalized: len(u.GetFinalizers()) > 0}
 	st.Spec, _, _ = unstructured.NestedMap(u.Object, "spec")
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	norm := strings.NewReplacer(r.ns, "<namespace>", string(u.GetUID()), "<uid>")
