@@ -100,3 +100,26 @@ func TestNearest(t *testing.T) {
 	g.Expect(nearest("Target", []string{"action", "target"})).To(Equal("target"))
 	g.Expect(nearest("zzzzzz", []string{"action", "target"})).To(BeEmpty())
 }
+
+// An Operator file may name its manifests by absolute paths.
+func TestAbsolutePathsInAnOperatorFile(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	abs, err := filepath.Abs("testdata/reference")
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := os.ReadFile("testdata/reference/operator.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	op, _ := LoadFile("testdata/reference/operator.yaml")
+	o := op.(*Operator)
+	text := string(b)
+	if o.Spec.Kustomize != "" {
+		text = strings.Replace(text, "kustomize: "+o.Spec.Kustomize, "kustomize: "+filepath.Join(abs, o.Spec.Kustomize), 1)
+	}
+	for _, m := range o.Spec.Manifests {
+		text = strings.Replace(text, m, filepath.Join(abs, m), 1)
+	}
+	g.Expect(text).NotTo(Equal(string(b)), "the reference Operator file names a path")
+	g.Expect(os.WriteFile(filepath.Join(dir, "operator.yaml"), []byte(text), 0o644)).To(Succeed())
+	_, errs := LoadFile(filepath.Join(dir, "operator.yaml"))
+	g.Expect(errs).To(BeEmpty())
+}

@@ -76,7 +76,8 @@ func (c *checker) metadata(m Metadata) {
 	}
 }
 
-// file checks that a path relative to dir names a readable file.
+// relFile checks that a path, absolute or relative to dir, names a
+// readable file (or, for a kustomization, a directory).
 func (c *checker) relFile(path, rel, dir string) {
 	if rel == "" {
 		c.at(path, "required")
@@ -85,7 +86,11 @@ func (c *checker) relFile(path, rel, dir string) {
 	if variableUse.MatchString(rel) {
 		return // known at run time (--set, the environment): gauntlet run and validate check it then
 	}
-	fi, err := os.Stat(filepath.Join(dir, rel))
+	full := rel
+	if !filepath.IsAbs(rel) {
+		full = filepath.Join(dir, rel)
+	}
+	fi, err := os.Stat(full)
 	switch {
 	case err != nil:
 		c.at(path, "%s: no such file (paths are relative to this file)", rel)
