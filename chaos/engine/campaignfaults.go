@@ -126,6 +126,30 @@ func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*sce
 	return out
 }
 
+// faultSweep opens the plan: every fault of the menu once, in a seeded
+// order, each held while one value, drawn with the seed from those that
+// change a running resource, is set. As Sieve tries each perturbation of
+// a workload, a campaign cut short has still held every fault it learned.
+func faultSweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]explore.Step, []*scenario.Fault) {
+	var changes []explore.Step
+	for _, st := range steps {
+		if !st.AtCreation {
+			changes = append(changes, st)
+		}
+	}
+	if len(changes) == 0 || len(menu) == 0 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 28))
+	plan, faults := make([][]explore.Step, 0, len(menu)), make([]*scenario.Fault, 0, len(menu))
+	for _, i := range rng.Perm(len(menu)) {
+		f := menu[i]
+		plan = append(plan, []explore.Step{changes[rng.IntN(len(changes))]})
+		faults = append(faults, &f)
+	}
+	return plan, faults
+}
+
 // cycle hands out its faults in a seeded order, each once per round.
 type cycle struct {
 	faults []scenario.Fault

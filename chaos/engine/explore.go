@@ -106,8 +106,10 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		menu := e.faultMenu(refStart, ref, base.Spec.Roles)
-		faults = faultsFor(plan, menu, o.Seed)
-		e.logf("explore: %d faults to hold while a sequence's steps run, learned from the reference run", len(menu))
+		sweep, swept := faultSweep(admitted, menu, o.Seed)
+		faults = append(swept, faultsFor(plan, menu, o.Seed)...)
+		plan = append(sweep, plan...)
+		e.logf("explore: %d faults learned from the reference run, each held once first while one value changes, then over half the sequences", len(menu))
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())
@@ -244,8 +246,12 @@ func verdictOf(res *report.Result) (oracle, what string) {
 		errs = res.Errors
 	}
 	for _, msg := range errs {
-		if strings.Contains(msg, "the API server refused") {
+		switch {
+		case strings.Contains(msg, "the API server refused"):
 			return "", "refused by the API server: " + msg
+		case strings.Contains(msg, killNeverHappened):
+			// The step made no write the fault waits for: nothing held.
+			return "", "not judged, the fault never fired: " + msg
 		}
 	}
 	if len(res.Checks) > 0 && len(res.Violations) == 0 && len(errs) > 0 && strings.HasPrefix(errs[0], "cleanup: ") {

@@ -134,6 +134,9 @@ func TestVerdictOf(t *testing.T) {
 	g.Expect(what).To(Equal("differs in 1 places"))
 	oracle, _ = verdictOf(res([]string{"not converged after the heal: gave up"}))
 	g.Expect(oracle).To(Equal("settles"))
+	oracle, what = verdictOf(res([]string{"recovering from APIProxy/kill-after-write explore-4: the operator made fewer than 1 matching writes during the hold: " + killNeverHappened}))
+	g.Expect(oracle).To(BeEmpty(), "a fault that never fired judges nothing")
+	g.Expect(what).To(HavePrefix("not judged"))
 }
 
 func TestSkipField(t *testing.T) {
@@ -416,4 +419,29 @@ func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
 	if got := e.replayCommand("f.yaml"); !strings.Contains(got, "gauntlet run --envtest -f ") {
 		t.Errorf("an envtest campaign's finding replays with %q", got)
 	}
+}
+
+// The sweep holds every fault of the menu once, each while one value a
+// running resource can take changes; the seed replays it.
+func TestFaultSweep(t *testing.T) {
+	g := NewWithT(t)
+	steps := []explore.Step{
+		{Path: []string{"spec", "a"}, Value: 1, AtCreation: true},
+		{Path: []string{"spec", "b"}, Value: 2}, {Path: []string{"spec", "c"}, Value: 3},
+	}
+	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, {Action: scenario.ActionStaleView}, {Action: scenario.ActionAPIError}}
+	plan, faults := faultSweep(steps, menu, 7)
+	g.Expect(plan).To(HaveLen(3))
+	g.Expect(faults).To(HaveLen(3))
+	held := map[string]bool{}
+	for i, f := range faults {
+		held[f.Action] = true
+		g.Expect(plan[i]).To(HaveLen(1))
+		g.Expect(plan[i][0].AtCreation).To(BeFalse(), "a change to a running resource")
+	}
+	g.Expect(held).To(HaveLen(3), "every fault once")
+	again, _ := faultSweep(steps, menu, 7)
+	g.Expect(again).To(Equal(plan))
+	none, _ := faultSweep(steps[:1], menu, 7)
+	g.Expect(none).To(BeEmpty(), "no value changes a running resource")
 }

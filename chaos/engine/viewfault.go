@@ -143,6 +143,10 @@ func (k *killAfter) fire(r *run, req apiproxy.Request) {
 	r.e.logf("%s: killed the operator right after its write %s (in %s)", r.s.Metadata.Name, req.Info, time.Since(start).Round(time.Millisecond))
 }
 
+// killNeverHappened says a kill-after-write found no write to follow: the
+// run proves nothing, and explore judges nothing of it.
+const killNeverHappened = "the kill never happened"
+
 // check says whether the kill happened: a scenario whose fault never
 // fired proves nothing.
 func (k *killAfter) check(after int) error {
@@ -152,7 +156,7 @@ func (k *killAfter) check(after int) error {
 		return k.err
 	}
 	if after > 0 && !k.fired {
-		return fmt.Errorf("the operator made fewer than %d matching writes during the hold: the kill never happened (widen the match or lengthen the hold)", after)
+		return fmt.Errorf("the operator made fewer than %d matching writes during the hold: %s (widen the match or lengthen the hold)", after, killNeverHappened)
 	}
 	return nil
 }
