@@ -309,7 +309,8 @@ func Rejudge(res *Result) error {
 			out = append(out, b)
 		}
 	}
-	res.Bugs, res.Totals = out, total(res)
+	res.Bugs = out
+	res.Totals = total(res)
 	return nil
 }
 
