@@ -232,7 +232,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	for _, b := range res.Bugs {
 		verdicts[b.Bug.ID] = b.Verdict
 	}
-	want := map[string]string{"found": Found, "no-fix": Unconfirmed, "quiet": NotFound, "no-door": NotRun}
+	want := map[string]string{"found": Found, "no-fix": NoFix, "quiet": NotFound, "no-door": NotRun}
 	for id, v := range want {
 		if verdicts[id] != v {
 			t.Errorf("%s: verdict %q, want %q (calls %v)", id, verdicts[id], v, g.calls)
@@ -278,7 +278,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		t.Errorf("bugs.json: %v, %d bugs", err, len(back.Bugs))
 	}
 	md := res.Markdown()
-	for _, s := range []string{"| found | o/p |  | - | found |", "none (spec changes alone)", "4 bugs: 1 found, 1 unconfirmed, 1 not found, 1 not run"} {
+	for _, s := range []string{"| found | o/p |  | - | found |", "none (spec changes alone)", "4 bugs: 1 found, 1 with no fix known, 1 not found, 1 not run"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("bugs.md lacks %q:\n%s", s, md)
 		}

@@ -15,9 +15,9 @@ import (
 const (
 	// Found: a finding failed on the buggy source and passed on the fix.
 	Found = "found"
-	// Unconfirmed: a finding failed on the buggy source, and the bug has
-	// no known fix to tell whether it is this bug.
-	Unconfirmed = "unconfirmed"
+	// NoFix: the bug has no known fix, so no finding can be told to be
+	// it; the campaign's findings no fix explains are listed.
+	NoFix = "no fix known"
 	// NotFound: no finding the fix tells apart.
 	NotFound = "not found"
 	// NotRun: its operator has not come through the door.
@@ -108,12 +108,12 @@ type BugResult struct {
 // Totals count the verdicts, and the findings that no listed bug
 // explains.
 type Totals struct {
-	Bugs        int `json:"bugs"`
-	Found       int `json:"found"`
-	Unconfirmed int `json:"unconfirmed"`
-	NotFound    int `json:"notFound"`
-	NotRun      int `json:"notRun"`
-	Errors      int `json:"errors"`
+	Bugs     int `json:"bugs"`
+	Found    int `json:"found"`
+	NoFix    int `json:"noFix"`
+	NotFound int `json:"notFound"`
+	NotRun   int `json:"notRun"`
+	Errors   int `json:"errors"`
 	// FalseAlarms are findings that fail on every fix of their campaign
 	// when each of its bugs has one: nothing listed explains them.
 	FalseAlarms int `json:"falseAlarms"`
@@ -133,13 +133,8 @@ func judge(group []Bug, c Campaign) []BugResult {
 		fix, hasFix := bug.Fixed()
 		for i := range c.Findings {
 			f := &c.Findings[i]
-			if f.OnBuggy.Verdict != Fails {
+			if !hasFix || f.OnBuggy.Verdict != Fails {
 				continue
-			}
-			if !hasFix {
-				r.Verdict, r.Finding = Unconfirmed, f
-				r.Why = "a finding fails on the buggy source; no fix is known to tell whether it is this bug"
-				break
 			}
 			if f.OnFixes[fix.Key()].Verdict == Passes {
 				r.Verdict, r.Finding, r.Why = Found, f, ""
@@ -149,6 +144,8 @@ func judge(group []Bug, c Campaign) []BugResult {
 		switch {
 		case c.Error != "":
 			r.Verdict, r.Why = Error, c.Error
+		case !hasFix:
+			r.Verdict, r.Why = NoFix, "no finding can be told to be this bug; the campaign's unexplained findings are listed below the table"
 		case r.Finding != nil:
 			r.Minutes = r.Finding.After.Minutes()
 		case len(c.Findings) == 0:
@@ -167,8 +164,8 @@ func total(res *Result) Totals {
 		switch b.Verdict {
 		case Found:
 			t.Found++
-		case Unconfirmed:
-			t.Unconfirmed++
+		case NoFix:
+			t.NoFix++
 		case NotFound:
 			t.NotFound++
 		case NotRun:
@@ -258,8 +255,8 @@ func (res *Result) Markdown() string {
 			cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
 	}
 	t := res.Totals
-	fmt.Fprintf(&b, "\n%d bugs: %d found, %d unconfirmed, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
-		t.Bugs, t.Found, t.Unconfirmed, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
+	fmt.Fprintf(&b, "\n%d bugs: %d found, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
+		t.Bugs, t.Found, t.NoFix, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
 		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
 	for _, c := range res.Campaigns {
 		for _, f := range c.Findings {
