@@ -220,6 +220,8 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 			"/f/explore-5.yaml on " + buggy: broke("differential", "end state"), "/f/explore-5.yaml on " + fixed: broke("differential", "end state"),
 			// Another oracle broken on the buggy source: not this finding.
 			"/f/explore-6.yaml on " + buggy: broke("twin", "writes"),
+			// Another oracle broken on the fix: it tells nothing.
+			"/f/explore-6.yaml on " + fixed: broke("twin", "writes"),
 		},
 	}
 	r := &Runner{File: f, Options: Options{Seed: 1, Budget: time.Minute}, Gauntlet: g.run, Out: t.TempDir(),
@@ -329,5 +331,22 @@ func TestFieldsOfShrunkSteps(t *testing.T) {
 	want := []string{"spec.restoreFrom.s3.region", "spec.restoreFrom", "spec.image", "spec.replicas"}
 	if !slices.Equal(got, want) {
 		t.Errorf("fieldsOf = %v, want %v", got, want)
+	}
+}
+
+// A fix on which the replay breaks another oracle tells nothing of the
+// bug: it is not found by that finding.
+func TestAnotherOracleOnTheFixIsNoPass(t *testing.T) {
+	fixCommit := "f"
+	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
+	fix, _ := bug.Fixed()
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Scenario: "explore-1", Oracle: "differential",
+		OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{fix.Key(): {Verdict: Other, Oracle: "settles"}}}}}
+	if got := judge([]Bug{bug}, c); got[0].Verdict != NotFound {
+		t.Errorf("verdict %q, want %q", got[0].Verdict, NotFound)
+	}
+	c.Findings[0].OnFixes[fix.Key()] = Replay{Verdict: Passes}
+	if got := judge([]Bug{bug}, c); got[0].Verdict != Found {
+		t.Errorf("verdict %q once the fix passes, want %q", got[0].Verdict, Found)
 	}
 }

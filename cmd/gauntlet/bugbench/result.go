@@ -26,10 +26,11 @@ const (
 	Error = "error"
 )
 
-// Replay verdicts.
+// Replay verdicts: it broke the finding's oracle, none, or another.
 const (
 	Fails  = "fails"
 	Passes = "passes"
+	Other  = "breaks another oracle"
 )
 
 // Result is a benchmark run: bugs.json.
@@ -77,7 +78,8 @@ type Finding struct {
 // Replay is a finding's scenario file run once on a source.
 type Replay struct {
 	// Verdict is Fails when the run broke the finding's oracle, Passes
-	// otherwise; Oracle names the oracle it broke ("" for none).
+	// when it broke none, Other when it broke another; Oracle names the
+	// oracle it broke ("" for none).
 	Verdict string        `json:"verdict,omitempty"`
 	Oracle  string        `json:"oracle,omitempty"`
 	Error   string        `json:"error,omitempty"`
@@ -89,8 +91,8 @@ func (r Replay) String() string {
 	switch {
 	case r.Error != "":
 		return "error: " + r.Error
-	case r.Verdict == Passes && r.Oracle != "":
-		return "passes (breaks " + r.Oracle + " instead)"
+	case r.Verdict == Other:
+		return "breaks " + r.Oracle + " instead"
 	}
 	return r.Verdict
 }

@@ -219,9 +219,10 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 }
 
 // judgeReplay judges a failed replay as the campaign judged the run: it
-// fails when it broke the finding's oracle (a spec the operator refused in
-// a condition naming the field is no failure, as in explore); a replay
-// that broke another oracle passes this finding and says which.
+// fails when it broke the finding's oracle, passes when it broke none (a
+// spec the operator refused in a condition naming the field is no
+// failure, as in explore), and is Other when it broke another oracle: on
+// a fix, that tells nothing of the bug.
 func judgeReplay(dir string, f report.Finding) (verdict, oracle string, err error) {
 	rep, err := report.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
@@ -232,10 +233,13 @@ func judgeReplay(dir string, f report.Finding) (verdict, oracle string, err erro
 		return "", "", fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
 	}
 	oracle, _ = engine.Oracle(res, f.Fields)
-	if oracle == f.Oracle {
+	switch oracle {
+	case f.Oracle:
 		return Fails, oracle, nil
+	case "":
+		return Passes, oracle, nil
 	}
-	return Passes, oracle, nil
+	return Other, oracle, nil
 }
 
 func readCampaign(dir string) (*report.Campaign, error) {
