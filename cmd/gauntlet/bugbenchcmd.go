@@ -69,7 +69,7 @@ is not found again.`,
 
 func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	if f.rejudge != "" {
-		return rejudgeRun(cmd, f.rejudge)
+		return f.rejudgeRun(cmd)
 	}
 	if f.file == "" {
 		return usagef("-f (the benchmark file) is required")
@@ -77,23 +77,14 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	if f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 {
 		return usagef("--budget must be positive, --sequences and --max-findings not negative")
 	}
-	repos := map[string]string{}
-	for _, r := range f.repos {
-		op, path, ok := strings.Cut(r, "=")
-		if !ok || op == "" || path == "" {
-			return usagef("--repo %q: want OPERATOR=PATH", r)
-		}
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return err
-		}
-		repos[op] = abs
+	if f.out == "" {
+		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))
 	}
-	file, err := bugbench.Load(f.file)
+	r, err := f.runner(f.out)
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
-	bugs, err := file.Select(f.ids)
+	bugs, err := r.File.Select(f.ids)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -103,24 +94,7 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 			return usagef("--expect: %v", err)
 		}
 	}
-	if f.out == "" {
-		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))
-	}
-	if f.out, err = filepath.Abs(f.out); err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	r := &bugbench.Runner{
-		File: file, Options: f.o, Out: f.out, Progress: cmd.ErrOrStderr(), Gauntlet: selfRunner(self),
-		Sources: &bugbench.Sources{Repos: repos, Cache: filepath.Join(cache, "gauntlet", "bugbench"), Dir: filepath.Join(f.out, "src")},
-	}
+	r.Progress = cmd.ErrOrStderr()
 	// An interrupt reaches the campaign or replay running as a child,
 	// which tears its envtest or cluster down (selfRunner).
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -143,14 +117,60 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	return nil
 }
 
+// runner is the benchmark's runner for the file and flags, writing into
+// out.
+func (f *benchBugsFlags) runner(out string) (*bugbench.Runner, error) {
+	repos := map[string]string{}
+	for _, r := range f.repos {
+		op, path, ok := strings.Cut(r, "=")
+		if !ok || op == "" || path == "" {
+			return nil, usagef("--repo %q: want OPERATOR=PATH", r)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		repos[op] = abs
+	}
+	file, err := bugbench.Load(f.file)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return &bugbench.Runner{
+		File: file, Options: f.o, Out: out, Gauntlet: selfRunner(self),
+		Sources: &bugbench.Sources{Repos: repos, Cache: filepath.Join(cache, "gauntlet", "bugbench"), Dir: filepath.Join(out, "src")},
+	}, nil
+}
+
 // rejudgeRun judges a recorded run's replays again and rewrites its
-// results.
-func rejudgeRun(cmd *cobra.Command, dir string) error {
+// results; with -f (and --repo), campaigns recorded without their fixes'
+// ancestry get it from the operators' repositories.
+func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
+	dir := f.rejudge
 	res, err := bugbench.ReadResult(dir)
 	if err != nil {
 		return usagef("--rejudge: %v", err)
 	}
-	if err := bugbench.Rejudge(res); err != nil {
+	var earlier func(bugbench.Campaign) (map[string][]string, error)
+	if f.file != "" {
+		r, err := f.runner(dir)
+		if err != nil {
+			return err
+		}
+		earlier = r.Earlier(cmd.Context())
+	}
+	if err := bugbench.Rejudge(res, earlier); err != nil {
 		return err
 	}
 	if err := res.Write(dir); err != nil {

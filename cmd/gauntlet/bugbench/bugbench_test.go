@@ -265,7 +265,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		}
 	}
 	again.Totals = Totals{}
-	if err := Rejudge(again); err != nil {
+	if err := Rejudge(again, nil); err != nil {
 		t.Fatal(err)
 	}
 	if again.Totals != res.Totals {
@@ -348,5 +348,50 @@ func TestAnotherOracleOnTheFixIsNoPass(t *testing.T) {
 	c.Findings[0].OnFixes[fix.Key()] = Replay{Verdict: Passes}
 	if got := judge([]Bug{bug}, c); got[0].Verdict != Found {
 		t.Errorf("verdict %q once the fix passes, want %q", got[0].Verdict, Found)
+	}
+}
+
+// A finding that shows two faults at once is found for the bug whose fix
+// removes its part, the rest staying.
+func TestAFixThatRemovesPartOfAFinding(t *testing.T) {
+	fixCommit := "f"
+	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
+	fix, _ := bug.Fixed()
+	both := []string{"ConfigMap/c.data.cfg", "PersistentVolumeClaim/d.deleting"}
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Scenario: "explore-5", Oracle: "twin: end state",
+		OnBuggy: Replay{Verdict: Fails, Differences: both},
+		OnFixes: map[string]Replay{fix.Key(): {Verdict: Fails, Differences: both[:1]}}}}}
+	got := judge([]Bug{bug}, c)[0]
+	if got.Verdict != Found || !strings.Contains(got.Why, "PersistentVolumeClaim/d.deleting") {
+		t.Errorf("verdict %q (%s), want found, the claim's difference removed", got.Verdict, got.Why)
+	}
+	for name, onFix := range map[string][]string{
+		"the same differences":       both,
+		"a difference of its own":    {"ConfigMap/c.data.cfg", "Service/s.spec"},
+		"none, yet the oracle broke": nil,
+	} {
+		c.Findings[0].OnFixes[fix.Key()] = Replay{Verdict: Fails, Differences: onFix}
+		if got := judge([]Bug{bug}, c)[0]; got.Verdict != NotFound {
+			t.Errorf("%s on the fix: verdict %q, want %q", name, got.Verdict, NotFound)
+		}
+	}
+}
+
+// A later fix holds an earlier one: what the earlier fixes is the earlier
+// bug's, not the later one's.
+func TestALaterFixGetsNoCreditForAnEarlierOne(t *testing.T) {
+	first, later := "c25d", "b087"
+	bugA := Bug{ID: "a", Operator: "o/p", BuggyCommit: "x", FixCommit: &first}
+	bugB := Bug{ID: "b", Operator: "o/p", BuggyCommit: "x", FixCommit: &later}
+	fa, _ := bugA.Fixed()
+	fb, _ := bugB.Fixed()
+	both := []string{"ConfigMap/c.data.cfg", "PersistentVolumeClaim/d.deleting"}
+	onFix := Replay{Verdict: Fails, Differences: both[:1]}
+	c := Campaign{Bugs: []string{"a", "b"}, Earlier: map[string][]string{fb.Key(): {fa.Key()}},
+		Findings: []Finding{{Scenario: "explore-5", Oracle: "twin", OnBuggy: Replay{Verdict: Fails, Differences: both},
+			OnFixes: map[string]Replay{fa.Key(): onFix, fb.Key(): onFix}}}}
+	got := judge([]Bug{bugA, bugB}, c)
+	if got[0].Verdict != Found || got[1].Verdict != NotFound {
+		t.Errorf("verdicts %q, %q; want the earlier fix's bug found, the later's not", got[0].Verdict, got[1].Verdict)
 	}
 }

@@ -54,6 +54,10 @@ type Campaign struct {
 	Took     time.Duration `json:"took"`
 	Findings []Finding     `json:"findings,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// Earlier holds, for each fix of the campaign's bugs (by tree key),
+	// the other fixes that are its ancestors: a later fix holds the
+	// earlier ones, and gets no credit for what they already fix.
+	Earlier map[string][]string `json:"earlier,omitempty"`
 }
 
 // Finding is a campaign's finding and its replays.
@@ -80,11 +84,14 @@ type Replay struct {
 	// Verdict is Fails when the run broke the finding's oracle, Passes
 	// when it broke none, Other when it broke another; Oracle names the
 	// oracle it broke ("" for none).
-	Verdict string        `json:"verdict,omitempty"`
-	Oracle  string        `json:"oracle,omitempty"`
-	Error   string        `json:"error,omitempty"`
-	Report  string        `json:"report,omitempty"`
-	Took    time.Duration `json:"took,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Oracle  string `json:"oracle,omitempty"`
+	// Differences are where the end state differed from the twin's or a
+	// fresh resource's (the paths), when the oracle compares end states.
+	Differences []string      `json:"differences,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	Report      string        `json:"report,omitempty"`
+	Took        time.Duration `json:"took,omitempty"`
 }
 
 func (r Replay) String() string {
@@ -138,8 +145,19 @@ func judge(group []Bug, c Campaign) []BugResult {
 			if !hasFix || f.OnBuggy.Verdict != Fails {
 				continue
 			}
-			if f.OnFixes[fix.Key()].Verdict == Passes {
+			if fixedEarlier(*f, fix.Key(), c.Earlier[fix.Key()]) {
+				continue
+			}
+			onFix := f.OnFixes[fix.Key()]
+			if onFix.Verdict == Passes {
 				r.Verdict, r.Finding, r.Why = Found, f, ""
+				break
+			}
+			if gone := removed(f.OnBuggy.Differences, onFix.Differences); onFix.Verdict == Fails && len(gone) > 0 {
+				// The finding shows two faults of the operator at once;
+				// the fix removes this one's part.
+				r.Verdict, r.Finding = Found, f
+				r.Why = "the fix removes " + strings.Join(gone, ", ") + "; the rest of the finding stays"
 				break
 			}
 		}
@@ -199,14 +217,52 @@ func total(res *Result) Totals {
 	return t
 }
 
-// explained says some fix makes the finding pass.
+// explained says some fix makes the finding pass, or removes part of
+// what it showed.
 func explained(f Finding) bool {
 	for _, r := range f.OnFixes {
-		if r.Verdict == Passes {
+		if r.Verdict == Passes || r.Verdict == Fails && len(removed(f.OnBuggy.Differences, r.Differences)) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// fixedEarlier says an earlier fix already explains the finding as much
+// as this one does: the credit is the earlier fix's bug's.
+func fixedEarlier(f Finding, fix string, earlier []string) bool {
+	mine := f.OnFixes[fix]
+	for _, e := range earlier {
+		prev := f.OnFixes[e]
+		switch {
+		case prev.Verdict == Passes:
+			return true
+		case prev.Verdict == Fails && mine.Verdict == Fails && len(removed(f.OnBuggy.Differences, prev.Differences)) > 0 &&
+			slices.Equal(removed(f.OnBuggy.Differences, prev.Differences), removed(f.OnBuggy.Differences, mine.Differences)):
+			return true
+		}
+	}
+	return false
+}
+
+// removed are the differences on the buggy source that are gone on the
+// fix, when the fix shows no difference of its own.
+func removed(buggy, fix []string) []string {
+	var gone []string
+	for _, d := range buggy {
+		if !slices.Contains(fix, d) {
+			gone = append(gone, d)
+		}
+	}
+	for _, d := range fix {
+		if !slices.Contains(buggy, d) {
+			return nil // the fix differs elsewhere: not a part removed
+		}
+	}
+	if len(gone) == len(buggy) {
+		return nil // all gone, yet the oracle broke: not by differences
+	}
+	return gone
 }
 
 // ReadResult reads a run's dir/bugs.json.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -131,6 +132,10 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 		c.Error = err.Error()
 		return c
 	}
+	if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
+		c.Error = err.Error()
+		return c
+	}
 	// One replay per cause (the oracle and where it broke): the other
 	// findings of a cause are listed, not run again.
 	first := map[string]string{}
@@ -148,6 +153,61 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
 	}
 	return c
+}
+
+// Earlier gives a recorded campaign its fixes' ancestors, from the
+// runner's file and sources (Rejudge).
+func (r *Runner) Earlier(ctx context.Context) func(Campaign) (map[string][]string, error) {
+	return func(c Campaign) (map[string][]string, error) {
+		var group []Bug
+		for _, id := range c.Bugs {
+			bugs, err := r.File.Select([]string{id})
+			if err != nil {
+				return nil, err
+			}
+			group = append(group, bugs...)
+		}
+		if len(group) == 0 || r.File.Bench(group[0]) == nil {
+			return nil, nil
+		}
+		return r.earlierFixes(ctx, group, r.File.Bench(group[0]))
+	}
+}
+
+// earlierFixes maps each fix commit of the group to the group's other
+// fix commits that are its ancestors in the repository.
+func (r *Runner) earlierFixes(ctx context.Context, group []Bug, b *Bench) (map[string][]string, error) {
+	var fixes []Tree
+	for _, bug := range group {
+		if fix, ok := bug.Fixed(); ok && fix.Commit != "" && !slices.Contains(fixes, fix) {
+			fixes = append(fixes, fix)
+		}
+	}
+	if len(fixes) < 2 {
+		return nil, nil
+	}
+	repo, err := r.Sources.repo(ctx, group[0].Operator, b.Repo)
+	if err != nil {
+		return nil, err
+	}
+	earlier := map[string][]string{}
+	for _, later := range fixes {
+		for _, e := range fixes {
+			if e == later {
+				continue
+			}
+			err := exec.CommandContext(ctx, "git", "-C", repo, "merge-base", "--is-ancestor", e.Commit, later.Commit).Run()
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				earlier[later.Key()] = append(earlier[later.Key()], e.Key())
+			case errors.As(err, &exit) && exit.ExitCode() == 1:
+			default:
+				return nil, fmt.Errorf("git merge-base --is-ancestor %s %s: %w", e.Commit, later.Commit, err)
+			}
+		}
+	}
+	return earlier, nil
 }
 
 // source makes the tree, and the bench's fixed trees, and returns the
@@ -207,7 +267,7 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 	case code == 0:
 		rep.Verdict = Passes
 	case code == 1:
-		rep.Verdict, rep.Oracle, err = judgeReplay(dir, f)
+		rep.Verdict, rep.Oracle, rep.Differences, err = judgeReplay(dir, f)
 		if err != nil {
 			rep.Error = err.Error()
 		}
@@ -222,24 +282,30 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 // fails when it broke the finding's oracle, passes when it broke none (a
 // spec the operator refused in a condition naming the field is no
 // failure, as in explore), and is Other when it broke another oracle: on
-// a fix, that tells nothing of the bug.
-func judgeReplay(dir string, f report.Finding) (verdict, oracle string, err error) {
+// a fix, that tells nothing of the bug. differences are where its end
+// state differed from its twin's or a fresh resource's.
+func judgeReplay(dir string, f report.Finding) (verdict, oracle string, differences []string, err error) {
 	rep, err := report.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	res := rep.Result(f.Scenario)
 	if res == nil {
-		return "", "", fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
+		return "", "", nil, fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
+	}
+	if res.Twin != nil {
+		for _, d := range res.Twin.Differences {
+			differences = append(differences, d.Path)
+		}
 	}
 	oracle, _ = engine.Oracle(res, f.Fields)
 	switch oracle {
 	case f.Oracle:
-		return Fails, oracle, nil
+		return Fails, oracle, differences, nil
 	case "":
-		return Passes, oracle, nil
+		return Passes, oracle, differences, nil
 	}
-	return Other, oracle, nil
+	return Other, oracle, differences, nil
 }
 
 func readCampaign(dir string) (*report.Campaign, error) {
@@ -277,8 +343,9 @@ func Layer(action string) string {
 
 // Rejudge judges a recorded run's replays again, from their reports, and
 // recomputes every verdict and total: a run made before the judgement
-// changed needs no campaign run again.
-func Rejudge(res *Result) error {
+// changed needs no campaign run again. earlier, when set, gives a
+// campaign recorded without them its fixes' ancestors.
+func Rejudge(res *Result, earlier func(Campaign) (map[string][]string, error)) error {
 	bugs := map[string]Bug{}
 	for _, b := range res.Bugs {
 		bugs[b.Bug.ID] = b.Bug
@@ -302,6 +369,12 @@ func Rejudge(res *Result) error {
 				}
 			}
 		}
+		if earlier != nil && c.Earlier == nil {
+			var err error
+			if c.Earlier, err = earlier(*c); err != nil {
+				return err
+			}
+		}
 		var group []Bug
 		for _, id := range c.Bugs {
 			group = append(group, bugs[id])
@@ -323,11 +396,11 @@ func rejudge(r Replay, f report.Finding) (Replay, error) {
 	if r.Verdict != Fails || r.Report == "" {
 		return r, nil
 	}
-	verdict, oracle, err := judgeReplay(r.Report, f)
+	verdict, oracle, differences, err := judgeReplay(r.Report, f)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.Report, err)
 	}
-	r.Verdict, r.Oracle = verdict, oracle
+	r.Verdict, r.Oracle, r.Differences = verdict, oracle, differences
 	return r, nil
 }
 
