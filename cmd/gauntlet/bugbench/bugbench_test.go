@@ -254,8 +254,15 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	if n := strings.Count(strings.Join(g.calls, "\n"), "explore "); n != 2 {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
 	}
+	judgedAgain(t, r.Out, res)
+}
+
+// judgedAgain reads a run's results back, judges its replays again from
+// their reports and wants the same totals, then checks bugs.md.
+func judgedAgain(t *testing.T, out string, res *Result) {
+	t.Helper()
 	// Judged again from the replays' reports, read back: the same verdicts.
-	again, err := ReadResult(r.Out)
+	again, err := ReadResult(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +278,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	if again.Totals != res.Totals {
 		t.Errorf("judged again: totals %+v, want %+v", again.Totals, res.Totals)
 	}
-	b, err := os.ReadFile(filepath.Join(r.Out, "bugs.json"))
+	b, err := os.ReadFile(filepath.Join(out, "bugs.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,87 @@
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Plan draws the campaign: every step alone, so that each value is tried
+// once, and up to sequences sequences, in an order the seed fixes. A third
+// of the sequences are a step and its undo (UndoOf, against base, the
+// starting resource), which the differential oracle judges as "undoing a
+// change restores the earlier state"; the others are 2 to maxLen steps on
+// different fields. The sequences are spread evenly among the single
+// steps rather than after them all: a campaign whose budget ends early has
+// still run some, and the faults they are held under.
+func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any) [][]Step {
+	rng := rand.New(rand.NewPCG(seed, 26))
+	var singles [][]Step
+	for _, i := range rng.Perm(len(steps)) {
+		singles = append(singles, []Step{steps[i]})
+	}
+	if maxLen < 2 || len(steps) == 0 {
+		return singles
+	}
+	return interleave(singles, sequencesOf(rng, steps, sequences, maxLen, base))
+}
+
+// interleave puts one of seqs after every len(singles)/len(seqs) singles
+// (rounded up), the rest at the end.
+func interleave(singles, seqs [][]Step) [][]Step {
+	if len(seqs) == 0 {
+		return singles
+	}
+	every := (len(singles) + len(seqs) - 1) / len(seqs)
+	plan := make([][]Step, 0, len(singles)+len(seqs))
+	for i, s := range singles {
+		plan = append(plan, s)
+		if (i+1)%every == 0 && len(seqs) > 0 {
+			plan, seqs = append(plan, seqs[0]), seqs[1:]
+		}
+	}
+	return append(plan, seqs...)
+}
+
+// sequencesOf draws up to n sequences of two steps or more, none twice.
+func sequencesOf(rng *rand.Rand, steps []Step, n, maxLen int, base map[string]any) [][]Step {
+	fields := map[string]bool{}
+	for _, s := range steps {
+		fields[s.Field()] = true
+	}
+	var plan [][]Step
+	seen := map[string]bool{}
+	for tries := 0; len(plan) < n && tries < 50*n; tries++ {
+		var seq []Step
+		if rng.IntN(3) == 0 || len(fields) < 2 {
+			s := steps[rng.IntN(len(steps))]
+			if undo, ok := UndoOf(s, base); ok {
+				seq = []Step{s, undo}
+			}
+		} else {
+			seq = mixed(rng, steps, 2+rng.IntN(maxLen-1))
+		}
+		key := fmt.Sprint(seq)
+		if len(seq) < 2 || seen[key] {
+			continue
+		}
+		seen[key] = true
+		plan = append(plan, seq)
+	}
+	return plan
+}
+
+// mixed is up to n steps on different fields.
+func mixed(rng *rand.Rand, steps []Step, n int) []Step {
+	var seq []Step
+	used := map[string]bool{}
+	for _, i := range rng.Perm(len(steps)) {
+		if len(seq) == n {
+			break
+		}
+		if !used[steps[i].Field()] {
+			used[steps[i].Field()] = true
+			seq = append(seq, steps[i])
+		}
+	}
+	return seq
+}
