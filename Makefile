@@ -239,10 +239,14 @@ test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug var
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/view-bugs.sh $(ARTIFACTS)/view-bugs
 
 BUGS_BUDGET ?= 10m
+# The gate's budget per variant: the table's minutes were measured before
+# the fault sweep, which takes about a minute a fault on the reference
+# operator, every other run.
+GATE_BUDGET ?= 20m
 .PHONY: test-explore-bugs
-test-explore-bugs: gauntlet envtest-bins ## The reference operator's bug variants found again by gauntlet explore, nothing written per variant (BUGS_BUDGET each); fails when one docs/BENCHMARKS.md marks found is not (nightly, not in make test).
+test-explore-bugs: gauntlet envtest-bins ## The reference operator's bug variants found again by gauntlet explore, nothing written per variant (GATE_BUDGET each, 20m); fails when one docs/BENCHMARKS.md marks found is not (nightly, not in make test).
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml \
-	  --budget $(BUGS_BUDGET) --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs
+	  --budget $(GATE_BUDGET) --max-findings 1 --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs
 
 BUGS_FILE ?= suites/bugbench/bugs.yaml
 .PHONY: bench-bugs

@@ -126,10 +126,11 @@ func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*sce
 	return out
 }
 
-// faultSweep opens the plan: every fault of the menu once, in a seeded
-// order, each held while one value, drawn with the seed from those that
-// change a running resource, is set. As Sieve tries each perturbation of
-// a workload, a campaign cut short has still held every fault it learned.
+// faultSweep is every fault of the menu once, in a seeded order, each
+// held while one value, drawn with the seed from those that change a
+// running resource, is set; the plan's first runs alternate with it
+// (alternate). As Sieve tries each perturbation of a workload once, a
+// campaign cut short has still held the faults it learned.
 func faultSweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]explore.Step, []*scenario.Fault) {
 	var changes []explore.Step
 	for _, st := range steps {
@@ -148,6 +149,23 @@ func faultSweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]e
 		faults = append(faults, &f)
 	}
 	return plan, faults
+}
+
+// alternate puts the sweep's runs between the plan's first ones, one
+// each, so that neither the faults nor the single values wait for the
+// other.
+func alternate(sweep [][]explore.Step, swept []*scenario.Fault, plan [][]explore.Step, faults []*scenario.Fault) ([][]explore.Step, []*scenario.Fault) {
+	outPlan := make([][]explore.Step, 0, len(sweep)+len(plan))
+	outFaults := make([]*scenario.Fault, 0, len(sweep)+len(plan))
+	for i := 0; i < len(sweep) || i < len(plan); i++ {
+		if i < len(sweep) {
+			outPlan, outFaults = append(outPlan, sweep[i]), append(outFaults, swept[i])
+		}
+		if i < len(plan) {
+			outPlan, outFaults = append(outPlan, plan[i]), append(outFaults, faults[i])
+		}
+	}
+	return outPlan, outFaults
 }
 
 // cycle hands out its faults in a seeded order, each once per round.

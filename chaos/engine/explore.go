@@ -107,9 +107,8 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if !o.NoFaults {
 		menu := e.faultMenu(refStart, ref, base.Spec.Roles)
 		sweep, swept := faultSweep(admitted, menu, o.Seed)
-		faults = append(swept, faultsFor(plan, menu, o.Seed)...)
-		plan = append(sweep, plan...)
-		e.logf("explore: %d faults learned from the reference run, each held once first while one value changes, then over half the sequences", len(menu))
+		plan, faults = alternate(sweep, swept, plan, faultsFor(plan, menu, o.Seed))
+		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())

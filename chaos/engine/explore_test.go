@@ -445,3 +445,20 @@ func TestFaultSweep(t *testing.T) {
 	none, _ := faultSweep(steps[:1], menu, 7)
 	g.Expect(none).To(BeEmpty(), "no value changes a running resource")
 }
+
+// The sweep's runs alternate with the plan's first ones, each with its
+// own fault.
+func TestAlternate(t *testing.T) {
+	g := NewWithT(t)
+	step := func(v int) []explore.Step { return []explore.Step{{Path: []string{"spec", "a"}, Value: v}} }
+	kill := &scenario.Fault{Action: scenario.ActionPodKill}
+	stale := &scenario.Fault{Action: scenario.ActionStaleView}
+	plan, faults := alternate([][]explore.Step{step(1), step(2)}, []*scenario.Fault{kill, stale},
+		[][]explore.Step{step(10), step(11), step(12)}, []*scenario.Fault{nil, nil, kill})
+	var got []any
+	for _, seq := range plan {
+		got = append(got, seq[0].Value)
+	}
+	g.Expect(got).To(Equal([]any{1, 10, 2, 11, 12}))
+	g.Expect(faults).To(Equal([]*scenario.Fault{kill, nil, stale, nil, kill}))
+}

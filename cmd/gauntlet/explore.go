@@ -89,7 +89,7 @@ in its pod, and one report merged from theirs.`,
 	fs.DurationVar(&f.o.Budget, "budget", 30*time.Minute, "no new run starts once the campaign has taken this long")
 	fs.BoolVar(&f.o.NoShrink, "no-shrink", false, "write failing sequences as they are, unshrunk")
 	fs.IntVar(&f.o.MaxFindings, "max-findings", 0, "end the campaign once it has found so many (0: no limit)")
-	fs.BoolVar(&f.o.NoFaults, "no-faults", false, "run every sequence without a fault (by default each fault made from what the operator did in the reference run (view faults; on a cluster a pod kill of each role) is held once first, while one value changes, then over half the sequences of two steps or more)")
+	fs.BoolVar(&f.o.NoFaults, "no-faults", false, "run every sequence without a fault (by default each fault made from what the operator did in the reference run (view faults; on a cluster a pod kill of each role) is held once early, every other run, while one value changes, then over half the sequences of two steps or more)")
 	fs.StringSliceVar(&f.o.SkipFields, "skip-field", nil, "a spec field (spec.a.b) to leave alone, with what is under it (repeat): a value this environment cannot run")
 	fs.BoolVar(&f.onKind, "kind", false, "run on a kind cluster the harness creates (or --kubeconfig) instead of envtest")
 	_ = fs.MarkHidden("envtest")
