@@ -347,7 +347,7 @@ func TestAnotherOracleOnTheFixIsNoPass(t *testing.T) {
 	fixCommit := "f"
 	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
 	fix, _ := bug.Fixed()
-	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Scenario: "explore-1", Oracle: "differential",
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Finding: report.Finding{Scenario: "explore-1", Oracle: "differential"},
 		OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{fix.Key(): {Verdict: Other, Oracle: "settles"}}}}}
 	if got := judge([]Bug{bug}, c); got[0].Verdict != NotFound {
 		t.Errorf("verdict %q, want %q", got[0].Verdict, NotFound)
@@ -365,7 +365,7 @@ func TestAFixThatRemovesPartOfAFinding(t *testing.T) {
 	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
 	fix, _ := bug.Fixed()
 	both := []string{"ConfigMap/c.data.cfg", "PersistentVolumeClaim/d.deleting"}
-	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Scenario: "explore-5", Oracle: "twin: end state",
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Finding: report.Finding{Scenario: "explore-5", Oracle: "twin: end state"},
 		OnBuggy: Replay{Verdict: Fails, Differences: both},
 		OnFixes: map[string]Replay{fix.Key(): {Verdict: Fails, Differences: both[:1]}}}}}
 	got := judge([]Bug{bug}, c)[0]
@@ -395,7 +395,7 @@ func TestALaterFixGetsNoCreditForAnEarlierOne(t *testing.T) {
 	both := []string{"ConfigMap/c.data.cfg", "PersistentVolumeClaim/d.deleting"}
 	onFix := Replay{Verdict: Fails, Differences: both[:1]}
 	c := Campaign{Bugs: []string{"a", "b"}, Earlier: map[string][]string{fb.Key(): {fa.Key()}},
-		Findings: []Finding{{Scenario: "explore-5", Oracle: "twin", OnBuggy: Replay{Verdict: Fails, Differences: both},
+		Findings: []Finding{{Finding: report.Finding{Scenario: "explore-5", Oracle: "twin"}, OnBuggy: Replay{Verdict: Fails, Differences: both},
 			OnFixes: map[string]Replay{fa.Key(): onFix, fb.Key(): onFix}}}}
 	got := judge([]Bug{bugA, bugB}, c)
 	if got[0].Verdict != Found || got[1].Verdict != NotFound {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // Verdicts of a bug.
@@ -60,20 +62,12 @@ type Campaign struct {
 	Earlier map[string][]string `json:"earlier,omitempty"`
 }
 
-// Finding is a campaign's finding and its replays.
+// Finding is a campaign's finding, as explore.json holds it, and its
+// replays.
 type Finding struct {
-	Scenario    string            `json:"scenario"`
-	Oracle      string            `json:"oracle"`
-	What        string            `json:"what"`
-	FaultAction string            `json:"faultAction,omitempty"`
-	Fault       string            `json:"fault,omitempty"`
-	Shrunk      []string          `json:"shrunk"`
-	Fields      []string          `json:"fields,omitempty"`
-	File        string            `json:"file"`
-	After       time.Duration     `json:"after"`
-	Run         int               `json:"run"`
-	OnBuggy     Replay            `json:"onBuggy"`
-	OnFixes     map[string]Replay `json:"onFixes,omitempty"`
+	report.Finding
+	OnBuggy Replay            `json:"onBuggy"`
+	OnFixes map[string]Replay `json:"onFixes,omitempty"`
 	// SameCauseAs names the finding of the same cause that was replayed
 	// in its place ("" when this one was).
 	SameCauseAs string `json:"sameCauseAs,omitempty"`

@@ -146,8 +146,7 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	}
 	for _, f := range x.Findings {
 		if same := first[f.Scenario]; same != f.Scenario {
-			c.Findings = append(c.Findings, Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction,
-				Fault: f.Fault, Shrunk: f.Shrunk, Fields: f.Fields, File: f.File, After: f.After, Run: f.Run, SameCauseAs: same})
+			c.Findings = append(c.Findings, Finding{Finding: f, SameCauseAs: same})
 			continue
 		}
 		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
@@ -233,8 +232,7 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 // replay runs a finding's scenario file on the buggy source and on each
 // fix of the group's bugs.
 func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
-	out := Finding{Scenario: f.Scenario, Oracle: f.Oracle, What: f.What, FaultAction: f.FaultAction, Fault: f.Fault,
-		Shrunk: f.Shrunk, Fields: f.Fields, File: f.File, After: f.After, Run: f.Run, OnFixes: map[string]Replay{}}
+	out := Finding{Finding: f, OnFixes: map[string]Replay{}}
 	buggy := group[0].Buggy()
 	out.OnBuggy = r.replayOn(ctx, buggy, b, opFile, f)
 	for _, bug := range group {
@@ -358,13 +356,12 @@ func Rejudge(res *Result, earlier func(Campaign) (map[string][]string, error)) e
 			if len(f.Fields) == 0 {
 				f.Fields = fieldsOf(f.Shrunk) // recorded before findings carried them
 			}
-			finding := report.Finding{Scenario: f.Scenario, Oracle: f.Oracle, Fields: f.Fields}
 			var err error
-			if f.OnBuggy, err = rejudge(f.OnBuggy, finding); err != nil {
+			if f.OnBuggy, err = rejudge(f.OnBuggy, f.Finding); err != nil {
 				return err
 			}
 			for k, r := range f.OnFixes {
-				if f.OnFixes[k], err = rejudge(r, finding); err != nil {
+				if f.OnFixes[k], err = rejudge(r, f.Finding); err != nil {
 					return err
 				}
 			}
