@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +99,7 @@ bugs:
   - {id: a, operator: o/p, class: c, buggyPatch: p.patch, fixCommit: null}
   - {id: b, operator: o/p, class: c, buggyCommit: abc, fixCommit: def}
   - {id: c, operator: o/p, class: c, buggyCommit: abc, fixCommit: null}
+  - {id: d, operator: o/p, class: c, buggyCommit: abc, fixCommit: null, fixPatch: p.patch}
 `)
 	f, err := Load(filepath.Join(dir, "ok.yaml"))
 	if err != nil {
@@ -116,11 +118,16 @@ bugs:
 	if _, ok := f.Bugs[2].Fixed(); ok {
 		t.Error("a bug with no fix commit and no patch has a fix")
 	}
+	if fix, ok := f.Bugs[3].Fixed(); !ok || fix.Commit != "abc" || fix.Patch != filepath.Join(dir, "p.patch") {
+		t.Errorf("a fix patch's fix = %+v, %v; want the buggy commit with the patch", fix, ok)
+	}
 	for name, text := range map[string]string{
-		"unknown field":    "bugs:\n  - {id: a, operator: o/p, class: c, fixcommit: x}\n",
-		"unknown operator": "bugs:\n  - {id: a, operator: o/q, class: c, fixCommit: null}\n",
-		"missing patch":    "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyPatch: no.patch, fixCommit: null}\n",
-		"duplicate id":     "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n",
+		"unknown field":     "bugs:\n  - {id: a, operator: o/p, class: c, fixcommit: x}\n",
+		"unknown operator":  "bugs:\n  - {id: a, operator: o/q, class: c, fixCommit: null}\n",
+		"missing patch":     "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyPatch: no.patch, fixCommit: null}\n",
+		"missing fix patch": "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyCommit: abc, fixCommit: null, fixPatch: no.patch}\n",
+		"two fixes":         "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyCommit: abc, fixCommit: def, fixPatch: p.patch}\n",
+		"duplicate id":      "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n",
 	} {
 		write(t, filepath.Join(dir, "bad.yaml"), text)
 		if _, err := Load(filepath.Join(dir, "bad.yaml")); err == nil {
@@ -400,5 +407,27 @@ func TestALaterFixGetsNoCreditForAnEarlierOne(t *testing.T) {
 	got := judge([]Bug{bugA, bugB}, c)
 	if got[0].Verdict != Found || got[1].Verdict != NotFound {
 		t.Errorf("verdicts %q, %q; want the earlier fix's bug found, the later's not", got[0].Verdict, got[1].Verdict)
+	}
+}
+
+// Fix commits are ordered by the repository's history; a fix patch of
+// ours is on no commit's line.
+func TestEarlierFixesByAncestry(t *testing.T) {
+	dir, c1, c2, patch := repo(t)
+	r := &Runner{Sources: &Sources{Dir: t.TempDir()}}
+	bugs := []Bug{
+		{ID: "a", Operator: "o/p", BuggyCommit: c1, FixCommit: &c1},
+		{ID: "b", Operator: "o/p", BuggyCommit: c1, FixCommit: &c2},
+		{ID: "c", Operator: "o/p", BuggyCommit: c1, FixPatch: patch},
+	}
+	got, err := r.earlierFixes(t.Context(), bugs, &Bench{Repo: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa, _ := bugs[0].Fixed()
+	fb, _ := bugs[1].Fixed()
+	want := map[string][]string{fb.Key(): {fa.Key()}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("earlier fixes = %v, want %v (the patch's tree in none)", got, want)
 	}
 }

@@ -87,6 +87,9 @@ type Bug struct {
 	// FixCommit is the source with the fix (null when none is known). A
 	// bug made by a patch is fixed by its commit without the patch.
 	FixCommit *string `json:"fixCommit"`
+	// FixPatch, where no fix commit is known, is a fix of ours: a patch
+	// applied to BuggyCommit (the fix is that tree with it).
+	FixPatch string `json:"fixPatch,omitempty"`
 
 	ToolResult       string   `json:"toolResult,omitempty"`
 	StartingResource string   `json:"startingResource,omitempty"`
@@ -129,6 +132,8 @@ func (b Bug) Fixed() (Tree, bool) {
 	switch {
 	case b.FixCommit != nil && *b.FixCommit != "":
 		return Tree{Operator: b.Operator, Commit: *b.FixCommit}, true
+	case b.FixPatch != "":
+		return Tree{Operator: b.Operator, Commit: b.BuggyCommit, Patch: b.FixPatch}, true
 	case b.BuggyPatch != "":
 		return Tree{Operator: b.Operator, Commit: b.BuggyCommit}, true
 	}
@@ -187,9 +192,15 @@ func (f *File) check() error {
 			errs = append(errs, fmt.Errorf("bug %s: no operator %q in the file", bug.ID, bug.Operator))
 		}
 		seen[bug.ID] = true
-		if bug.BuggyPatch != "" {
-			bug.BuggyPatch = abs(bug.BuggyPatch)
-			if _, err := os.Stat(bug.BuggyPatch); err != nil {
+		if bug.FixPatch != "" && (bug.BuggyPatch != "" || bug.FixCommit != nil && *bug.FixCommit != "") {
+			errs = append(errs, fmt.Errorf("bug %s: a fixPatch is the fix of a buggyCommit with no fixCommit and no buggyPatch", bug.ID))
+		}
+		for _, p := range []*string{&bug.BuggyPatch, &bug.FixPatch} {
+			if *p == "" {
+				continue
+			}
+			*p = abs(*p)
+			if _, err := os.Stat(*p); err != nil {
 				errs = append(errs, fmt.Errorf("bug %s: %w", bug.ID, err))
 			}
 		}

@@ -174,11 +174,12 @@ func (r *Runner) Earlier(ctx context.Context) func(Campaign) (map[string][]strin
 }
 
 // earlierFixes maps each fix commit of the group to the group's other
-// fix commits that are its ancestors in the repository.
+// fix commits that are its ancestors in the repository. A fix patch is
+// on no commit's line: none is earlier or later than it.
 func (r *Runner) earlierFixes(ctx context.Context, group []Bug, b *Bench) (map[string][]string, error) {
 	var fixes []Tree
 	for _, bug := range group {
-		if fix, ok := bug.Fixed(); ok && fix.Commit != "" && !slices.Contains(fixes, fix) {
+		if fix, ok := bug.Fixed(); ok && fix.Commit != "" && fix.Patch == "" && !slices.Contains(fixes, fix) {
 			fixes = append(fixes, fix)
 		}
 	}
