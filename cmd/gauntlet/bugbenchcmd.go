@@ -63,7 +63,7 @@ is not found again.`,
 	fs.IntVar(&f.o.MaxFindings, "max-findings", 3, "end a campaign after so many findings (0: at its budget)")
 	fs.BoolVar(&f.o.Kind, "kind", false, "campaigns and replays on kind clusters the harness makes, instead of envtest")
 	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
-	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; nothing runs")
+	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; with -f, the bugs as the file states them now, each finding replayed on the fixes added since (no campaign runs again)")
 	return cmd
 }
 
@@ -154,8 +154,9 @@ func (f *benchBugsFlags) runner(out string) (*bugbench.Runner, error) {
 }
 
 // rejudgeRun judges a recorded run's replays again and rewrites its
-// results; with -f (and --repo), campaigns recorded without their fixes'
-// ancestry get it from the operators' repositories.
+// results; with -f (and --repo), the bugs are taken as the file states
+// them now, findings are replayed on fixes added since (Runner.Update),
+// and the fixes' ancestry comes from the operators' repositories.
 func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
 	dir := f.rejudge
 	res, err := bugbench.ReadResult(dir)
@@ -166,6 +167,9 @@ func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
 	if f.file != "" {
 		r, err := f.runner(dir)
 		if err != nil {
+			return err
+		}
+		if err := r.Update(cmd.Context(), res); err != nil {
 			return err
 		}
 		earlier = r.Earlier(cmd.Context())

@@ -197,11 +197,14 @@ func broke(kind, name string) failed {
 	return failed{Result: report.Result{Checks: []report.Check{c}, Violations: []string{c.Violation}}}
 }
 
-func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
+// benchFixture is a runner over a file of four bugs, two buggy sources
+// and a fake gauntlet whose findings and replays say what each is.
+func benchFixture(t *testing.T) (r *Runner, g *fakeGauntlet, f *File, c1 string) {
+	t.Helper()
 	dir, c1, c2, _ := repo(t)
 	sc := t.TempDir()
 	write(t, filepath.Join(sc, "operator.yaml"), "apiVersion: gauntlet.dev/v1alpha1\nkind: Operator\nmetadata: {name: o}\nspec:\n  namespace: ns\n  selector: {a: b}\n  manifests: [m.yaml]\n")
-	f := &File{
+	f = &File{
 		Operators: []Operator{{Operator: "o/p", Bench: &Bench{Scenarios: sc, Base: "b", Repo: dir, Variable: "SRC", Trees: map[string]string{"FIXED": c1}}}, {Operator: "o/q"}},
 		Bugs: []Bug{
 			{ID: "found", Operator: "o/p", BuggyCommit: c1, FixCommit: &c2},
@@ -211,7 +214,7 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		},
 	}
 	buggy, fixed := Tree{Operator: "o/p", Commit: c1}.Key(), Tree{Operator: "o/p", Commit: c2}.Key()
-	g := &fakeGauntlet{
+	g = &fakeGauntlet{
 		fixed: buggy,
 		findings: map[string][]report.Finding{buggy: {
 			{Scenario: "explore-2", Oracle: "settles", Fields: []string{"spec.a"}, File: "/f/explore-2.yaml", After: 90 * time.Second, Run: 2},
@@ -231,8 +234,13 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 			"/f/explore-6.yaml on " + fixed: broke("twin", "writes"),
 		},
 	}
-	r := &Runner{File: f, Options: Options{Seed: 1, Budget: time.Minute}, Gauntlet: g.run, Out: t.TempDir(),
+	r = &Runner{File: f, Options: Options{Seed: 1, Budget: time.Minute}, Gauntlet: g.run, Out: t.TempDir(),
 		Sources: &Sources{Dir: t.TempDir()}}
+	return r, g, f, c1
+}
+
+func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
+	r, g, f, _ := benchFixture(t)
 	res, err := r.Run(t.Context(), f.Bugs)
 	if err != nil {
 		t.Fatal(err)
@@ -262,6 +270,34 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
 	}
 	judgedAgain(t, r.Out, res)
+}
+
+// A fix written since for no-fix: the recorded run brought up to the file
+// replays on it the findings that failed on the buggy source, nothing
+// else, and no-fix is found.
+func TestAFixWrittenSinceIsReplayedOnTheRecordedFindings(t *testing.T) {
+	r, g, f, c1 := benchFixture(t)
+	res, err := r.Run(t.Context(), f.Bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixPatch := filepath.Join(t.TempDir(), "fix.patch")
+	write(t, fixPatch, "diff --git a/op/main.go b/op/main.go\n--- a/op/main.go\n+++ b/op/main.go\n@@ -1 +1 @@\n-v1\n+fixed\n")
+	f.Bugs[1].FixPatch = fixPatch
+	g.calls = nil
+	if err := r.Update(t.Context(), res); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rejudge(res, nil); err != nil {
+		t.Fatal(err)
+	}
+	patched := Tree{Operator: "o/p", Commit: c1, Patch: fixPatch}.Key()
+	if want := []string{"run " + patched + " /f/explore-2.yaml", "run " + patched + " /f/explore-5.yaml"}; !slices.Equal(g.calls, want) {
+		t.Errorf("replays after the fix patch: %v, want %v", g.calls, want)
+	}
+	if got := res.Bugs[1]; got.Bug.ID != "no-fix" || got.Verdict != Found {
+		t.Errorf("after its fix patch: %s %q, want no-fix found", got.Bug.ID, got.Verdict)
+	}
 }
 
 // judgedAgain reads a run's results back, judges its replays again from

@@ -419,3 +419,53 @@ func fieldsOf(shrunk []string) []string {
 	}
 	return out
 }
+
+// Update brings a recorded run up to the benchmark file before it is
+// judged again: each bug as the file states it now, and each replayed
+// finding run on every fix of its campaign it was not run on (a fix
+// written since the campaign), with the fixes' ancestry made again.
+func (r *Runner) Update(ctx context.Context, res *Result) error {
+	now := map[string]Bug{}
+	for i := range res.Bugs {
+		bug, err := r.File.Select([]string{res.Bugs[i].Bug.ID})
+		if err != nil {
+			return err
+		}
+		res.Bugs[i].Bug, now[bug[0].ID] = bug[0], bug[0]
+	}
+	for ci := range res.Campaigns {
+		c := &res.Campaigns[ci]
+		var group []Bug
+		for _, id := range c.Bugs {
+			group = append(group, now[id])
+		}
+		b := r.File.Bench(group[0])
+		if b == nil || c.Error != "" {
+			continue
+		}
+		opFile, err := operatorFile(b.Scenarios)
+		if err != nil {
+			return err
+		}
+		for fi := range c.Findings {
+			f := &c.Findings[fi]
+			if f.SameCauseAs != "" || f.OnBuggy.Verdict != Fails {
+				continue
+			}
+			for _, bug := range group {
+				fix, ok := bug.Fixed()
+				if _, done := f.OnFixes[fix.Key()]; !ok || done {
+					continue
+				}
+				if f.OnFixes == nil {
+					f.OnFixes = map[string]Replay{}
+				}
+				f.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f.Finding)
+			}
+		}
+		if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
