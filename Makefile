@@ -156,7 +156,10 @@ api-relay: ## Build the API relay (the in-cluster end of the API proxy's tunnel,
 ##@ Test
 
 .PHONY: test
-test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-view test-explore test-install ## Run the tree check, lint, the generated-files check, the build, every hermetic tier and the install proof.
+test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-install ## The fast loop: the tree check, lint, the generated-files check, the build, the unit, report, etcd, integration and simulation tiers and the install proof.
+
+.PHONY: test-campaigns
+test-campaigns: test-view test-explore ## The long hermetic campaigns: every example's view scenarios against their fault-free twins and the explore campaign (in .ci/run after make test).
 
 .PHONY: test-install
 test-install: ## go install .../cmd/gauntlet@v0.1.0 in an empty folder from HEAD's modules served by a local proxy, then init and validate a copy of the Memcached example with the installed binary (ci/install-proof.sh).

@@ -2,6 +2,7 @@
 # Runs one CI tier, as the GitHub Actions matrix does:
 #
 #   ci/tier.sh unit          lint, generated files, build, unit, etcd and simulation tiers
+#   ci/tier.sh campaigns     the view scenarios of every example and the explore campaign (envtest)
 #   ci/tier.sh integration   envtest at KUBERNETES_VERSION (built from Go modules, cached in bin/)
 #   ci/tier.sh e2e           the whole e2e suite on kind at KUBERNETES_VERSION's minor
 #   ci/tier.sh e2e-smoke     the e2e smoke (one 3-member cluster Available with data, deleted
@@ -20,7 +21,7 @@
 # chaos-one on every minor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier=${1:?usage: ci/tier.sh unit|integration|e2e|e2e-smoke|chaos-one|chaos}
+tier=${1:?usage: ci/tier.sh unit|campaigns|integration|e2e|e2e-smoke|chaos-one|chaos}
 start=$(date +%s)
 echo ">> $(date +%H:%M:%S) tier $tier (KUBERNETES_VERSION=${KUBERNETES_VERSION:-Makefile default})"
 
@@ -72,6 +73,7 @@ chaos_rootfs() {
 
 case $tier in
 unit) make lint verify-generated build test-unit test-etcd test-sim ;;
+campaigns) make test-campaigns ;;
 integration) make test-int ${KUBERNETES_VERSION:+KUBERNETES_VERSION=$KUBERNETES_VERSION} ;;
 e2e)
 	make docker-engine
