@@ -163,11 +163,16 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 		// Interrupted (the budget's context, a signal): what it saw last
 		// is no verdict on the operator.
 		c.e.logf("%s (%s): interrupted, not judged", name, res.Description)
+		res.Unjudged = "interrupted (the campaign's budget or a signal): what it saw last is no verdict on the operator"
 		return res
 	}
 	oracle, what := classify(res, seq)
-	if oracle == "" && res.Verdict() == report.Failed && strings.HasPrefix(what, "refused") {
+	switch {
+	case oracle != "" || res.Verdict() != report.Failed:
+	case strings.HasPrefix(what, "refused"):
 		res.Refused = what
+	default: // not judged: the fault never fired, or only the deletion hung
+		res.Unjudged = what
 	}
 	c.e.logf("%s (%s): %s", name, res.Description, what)
 	if oracle != "" {

@@ -43,10 +43,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 type view struct {
 	Report              *report.Report
 	Passed, Failed, Skp int
-	// Refused are explore runs the operator refused, saying why.
-	Refused   int
-	Took      time.Duration
-	Scenarios []scenarioView
+	// Refused are explore runs the operator refused, saying why;
+	// Unjudged those the campaign did not judge.
+	Refused, Unjudged int
+	Took              time.Duration
+	Scenarios         []scenarioView
 }
 
 type scenarioView struct {
@@ -79,6 +80,8 @@ func Render(rep *report.Report, dir string) ([]byte, error) {
 			v.Failed++
 		case report.Refused:
 			v.Refused++
+		case report.Unjudged:
+			v.Unjudged++
 		default:
 			v.Skp++
 		}

@@ -125,7 +125,9 @@ func TestRenderCampaign(t *testing.T) {
 	run := &report.Result{Run: &report.Run{Scenario: "explore-3", Seed: 1}, Description: "explore: spec.replicas=2, then spec.image=x"}
 	refused := &report.Result{Run: &report.Run{Scenario: "explore-4", Seed: 1, Errors: []string{"not converged"}},
 		Refused: "refused by the operator, in its Progressing condition (False): spec.resources.claims: Forbidden"}
-	rep.Results = []*report.Result{run, refused}
+	unjudged := &report.Result{Run: &report.Run{Scenario: "explore-6", Seed: 1, Errors: []string{"the kill never happened"}},
+		Unjudged: "not judged, the fault never fired: the kill never happened"}
+	rep.Results = []*report.Result{run, refused, unjudged}
 	rep.Campaign = &report.Campaign{Base: "base", Seed: 1, Runs: 1, Fields: []string{"spec.image", "spec.replicas"}, Covered: []string{"spec.image"},
 		Follows: []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
 		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"},
@@ -141,7 +143,9 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring(`<p class="meta">explore: spec.replicas=2, then spec.image=x</p>`), "each run's steps under its heading")
 	g.Expect(html).To(ContainSubstring(`<span class="refused">1 refused by the operator, saying why</span>`))
 	g.Expect(html).To(ContainSubstring(`<span class="badge refused">refused</span>`))
-	g.Expect(html).To(ContainSubstring(`0 failed`), "a refusal the oracle allows is no failure")
+	g.Expect(html).To(ContainSubstring(`<span class="unjudged">1 not judged</span>`))
+	g.Expect(html).To(ContainSubstring(`<span class="badge unjudged">unjudged</span>`))
+	g.Expect(html).To(ContainSubstring(`0 failed`), "neither a refusal the oracle allows nor a run not judged is a failure")
 	g.Expect(html).To(ContainSubstring("… (whole under the run)"), "a long finding is cut in the summary")
 	g.Expect(html).NotTo(ContainSubstring("shards"), "an unsharded campaign says nothing of shards")
 	g.Expect(html).NotTo(ContainSubstring("<th>causes</th>"), "findings not grouped yet")

@@ -23,6 +23,10 @@ const (
 	// Refused is an explore run whose spec the operator refused and said
 	// why (the refusal oracle's pass): it did not converge, rightly.
 	Refused = "refused"
+	// Unjudged is an explore run that tells nothing of the operator: cut
+	// short, its fault never fired, or its checks passed and only its
+	// deletion hung (an environment that cannot run what it needs).
+	Unjudged = "unjudged"
 )
 
 // Result is one scenario's run, figures and verdict.
@@ -47,6 +51,8 @@ type Result struct {
 	// Refused, on an explore run that did not converge, says where the
 	// operator refused its spec and said why.
 	Refused string `json:"refused,omitempty"`
+	// Unjudged, on an explore run the campaign did not judge, says why.
+	Unjudged string `json:"unjudged,omitempty"`
 	// Conditions are the resource's status conditions as the run last
 	// read them.
 	Conditions []Condition `json:"conditions,omitempty"`
@@ -70,6 +76,8 @@ func (r *Result) Verdict() string {
 		return Skipped
 	case r.Refused != "":
 		return Refused
+	case r.Unjudged != "":
+		return Unjudged
 	case r.Failed() || len(r.Violations) > 0:
 		return Failed
 	}
@@ -250,6 +258,8 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "\n**%s skipped:** %s\n", res.Scenario, res.Skipped)
 		case Refused:
 			fmt.Fprintf(&b, "\n**%s refused:** %s\n", res.Scenario, res.Refused)
+		case Unjudged:
+			fmt.Fprintf(&b, "\n**%s not judged:** %s\n", res.Scenario, res.Unjudged)
 		case Failed:
 			fmt.Fprintf(&b, "\n**%s failed** (replay with seed %d; evidence in %s):\n", res.Scenario, res.Seed, res.Artifacts)
 			for _, e := range append(append([]string(nil), res.Errors...), res.Violations...) {
@@ -299,6 +309,9 @@ func (r *Report) writeJUnit(path string) error {
 		case Skipped:
 			s.Skipped++
 			c.Skipped = &junitMessage{Message: res.Skipped}
+		case Unjudged:
+			s.Skipped++
+			c.Skipped = &junitMessage{Message: "not judged: " + res.Unjudged}
 		case Failed:
 			s.Failures++
 			all := append(append([]string(nil), res.Errors...), res.Violations...)

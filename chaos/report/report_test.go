@@ -60,6 +60,7 @@ func TestReport(t *testing.T) {
 		{Run: &Run{Scenario: "bad", Seed: 2}, Violations: []string{"3 acknowledged writes lost"}, Artifacts: "x/bad"},
 		{Run: &Run{Scenario: "netem", Skipped: "the node kernel lacks netem"}},
 		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, DegradedClears: -1, TimeToAvailable: 0}},
+		{Run: &Run{Scenario: "explore-9", Seed: 4, Errors: []string{"the kill never happened"}}, Unjudged: "the fault never fired"},
 	}}
 	g.Expect(rep.Failed()).To(BeTrue())
 	g.Expect(rep.Write(dir)).To(Succeed())
@@ -67,18 +68,19 @@ func TestReport(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | 2.5s | never | 0s | 0s | 1450 / 1600 (91%) | 900 | 0 | Ok |"),
 		ContainSubstring("| no-ledger | passed | PodChaos/pod-kill | never | never | 0s | — | — | — | — | — | — |"),
-		ContainSubstring("**bad failed** (replay with seed 2"), ContainSubstring("**netem skipped:** the node kernel lacks netem")))
+		ContainSubstring("**bad failed** (replay with seed 2"), ContainSubstring("**netem skipped:** the node kernel lacks netem"),
+		ContainSubstring("| explore-9 | unjudged |"), ContainSubstring("**explore-9 not judged:** the fault never fired")))
 	raw, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var suite junitSuite
 	g.Expect(xml.Unmarshal(raw, &suite)).To(Succeed())
-	g.Expect(suite.Tests).To(Equal(4))
-	g.Expect(suite.Failures).To(Equal(1))
-	g.Expect(suite.Skipped).To(Equal(1))
+	g.Expect(suite.Tests).To(Equal(5))
+	g.Expect(suite.Failures).To(Equal(1), "a run not judged is no failure")
+	g.Expect(suite.Skipped).To(Equal(2))
 	g.Expect(suite.Cases[1].Failure.Message).To(Equal("3 acknowledged writes lost"))
 	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(4))
+	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(5))
 }
 
 func TestFaultShare(t *testing.T) {
