@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -242,27 +243,27 @@ var loadRetryPause = 5 * time.Second
 // containerd's ctr, as kind does, and on failure says what ctr printed.
 func (c *Cluster) loadArchive(ctx context.Context, n nodes.Node, tar string) error {
 	var err error
-	for attempt := 1; attempt <= loadAttempts; attempt++ {
-		if attempt > 1 {
+	tries := 0
+	werr := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: loadRetryPause, Steps: loadAttempts}, func(context.Context) (bool, error) {
+		if tries++; tries > 1 {
 			c.progress("importing into %s failed (%v); trying again", n.String(), err)
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(loadRetryPause):
-			}
 		}
-		var f *os.File
-		if f, err = os.Open(tar); err != nil {
-			return err
+		f, openErr := os.Open(tar)
+		if openErr != nil {
+			return false, openErr // no second try mends a missing archive
 		}
 		err = nodeutils.LoadImageArchive(n, f)
 		_ = f.Close()
-		if err == nil {
-			return nil
-		}
 		if run := kindexec.RunErrorForError(err); run != nil && len(run.Output) > 0 {
 			err = fmt.Errorf("%w: ctr printed: %s", err, lastLines(string(run.Output), 5))
 		}
+		return err == nil, nil
+	})
+	switch {
+	case werr == nil:
+		return nil
+	case err == nil:
+		return werr // the archive could not be opened, or ctx ended first
 	}
 	// A full disk is the usual cause that ctr does not name well.
 	if out, dfErr := kindexec.Output(n.CommandContext(ctx, "df", "-h", "/var/lib/containerd")); dfErr == nil {

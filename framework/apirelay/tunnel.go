@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Tunnels is the harness's side: it keeps Idle tunnel connections open to
@@ -51,10 +53,15 @@ func (t *Tunnels) Run(ctx context.Context) {
 	}
 }
 
+// reachRetry paces a slot's attempts while the relay cannot be reached:
+// from 100ms, doubling, at most 2s apart (a relay pod restarting answers
+// again within seconds).
+var reachRetry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: 8}
+
 // slot keeps one tunnel waiting: once a client takes it, it is spliced in
 // the background and the slot opens the next one.
 func (t *Tunnels) slot(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	backoff := reachRetry
 	for ctx.Err() == nil {
 		c, err := t.wait(ctx)
 		if err != nil {
@@ -65,14 +72,13 @@ func (t *Tunnels) slot(ctx context.Context) {
 				t.Logf("the API relay cannot be reached: %v (retrying)", err)
 			}
 			select {
-			case <-time.After(backoff):
+			case <-time.After(backoff.Step()):
 			case <-ctx.Done():
 				return
 			}
-			backoff = min(2*backoff, 2*time.Second)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff = reachRetry
 		if t.failing.Swap(false) {
 			t.Logf("the API relay is reached again")
 		}

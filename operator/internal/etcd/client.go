@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Defaults for DialerOptions fields left at zero.
@@ -172,18 +173,14 @@ const electionRecheck = 200 * time.Millisecond
 // quorum in doubt, until wait has passed. It returns ctx's error if the
 // context ends first, and probe's error at once.
 func waitOutElection(ctx context.Context, wait, interval time.Duration, probe func() (inDoubt bool, err error)) error {
-	deadline := time.Now().Add(wait)
-	for {
+	err := kwait.PollUntilContextTimeout(ctx, interval, wait, true, func(context.Context) (bool, error) {
 		inDoubt, err := probe()
-		if err != nil || !inDoubt || !time.Now().Add(interval).Before(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
+		return !inDoubt, err
+	})
+	if err != nil && ctx.Err() == nil && kwait.Interrupted(err) {
+		return nil // the wait has passed: the doubt is the caller's to read
 	}
+	return err
 }
 
 // quorumInDoubt tells whether the members' health shows fewer healthy voters

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,26 +115,24 @@ func (m *Migrator) rewrite(ctx context.Context, o *unstructured.Unstructured) er
 // Start migrates once, retrying until it succeeds or ctx ends.
 func (m *Migrator) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("storage-version")
-	wait := m.RetryInterval
-	if wait == 0 {
-		wait = 30 * time.Second
+	interval := m.RetryInterval
+	if interval == 0 {
+		interval = 30 * time.Second
 	}
-	for {
+	// Until it succeeds; the context's end is no error of the migration.
+	_ = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		start := time.Now()
 		r, err := m.Migrate(ctx)
-		if err == nil {
-			if r.Rewritten > 0 || !slices.Equal(r.Before, []string{r.Storage}) {
-				log.Info("migrated stored objects", "crd", m.CRD, "storageVersion", r.Storage, "storedVersionsBefore", r.Before, "rewritten", r.Rewritten, "took", time.Since(start).Round(time.Millisecond))
-			}
-			return nil
+		if err != nil {
+			log.Error(err, "migrating stored objects; retrying", "crd", m.CRD, "retryIn", interval.String())
+			return false, nil
 		}
-		log.Error(err, "migrating stored objects; retrying", "crd", m.CRD, "retryIn", wait.String())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
+		if r.Rewritten > 0 || !slices.Equal(r.Before, []string{r.Storage}) {
+			log.Info("migrated stored objects", "crd", m.CRD, "storageVersion", r.Storage, "storedVersionsBefore", r.Before, "rewritten", r.Rewritten, "took", time.Since(start).Round(time.Millisecond))
 		}
-	}
+		return true, nil
+	})
+	return nil
 }
 
 // NeedLeaderElection returns true: one replica migrates.
