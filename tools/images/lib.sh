@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared by the image build scripts (source it): timestamped log lines and a
-# step runner that prints one line per step with its duration.
+# Shared by the image build scripts (source it): timestamped log lines, a
+# step runner that prints one line per step with its duration, and the
+# image helpers: a quiet docker build and the inputs hash an image carries.
 
 log() { echo "$(date +%T) $*"; }
 fmt_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -25,3 +26,16 @@ run_step() {
 skip_step() { log "step $1: $2 ... skipped ($3)"; }
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# image_inputs IMAGE: the inputs hash its build stamped on IMAGE (label
+# gauntlet.dev/inputs), empty when IMAGE is absent or has none.
+image_inputs() { docker image inspect -f '{{index .Config.Labels "gauntlet.dev/inputs"}}' "$1" 2>/dev/null; }
+# have_current_image IMAGE INPUTS: IMAGE is there, built from INPUTS.
+have_current_image() { [ "$(image_inputs "$1")" = "$2" ]; }
+
+# quiet_build ARGS...: legacy `docker build -q ARGS`, silent unless it fails.
+quiet_build() {
+  local err; err=$(mktemp)
+  docker build -q "$@" >/dev/null 2>"$err" || { cat "$err" >&2; rm -f "$err"; return 1; }
+  rm -f "$err"
+}

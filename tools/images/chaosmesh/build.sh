@@ -85,8 +85,6 @@ install_binary() { # install_binary TMPFILE DEST INPUTS: move into place, then s
   mkdir -p "$(dirname "$2")"; mv -f "$1" "$2"; echo "$3" > "$2.inputs"
 }
 
-image_inputs() { docker image inspect -f '{{index .Config.Labels "gauntlet.dev/inputs"}}' "$1" 2>/dev/null; }
-have_current_image() { [ "$(image_inputs "$1")" = "$2" ]; }
 image_size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}'; }
 image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 # drop_old OLD_ID TAG: remove the previous build of TAG (ours) once nothing refers to it.
@@ -95,13 +93,10 @@ drop_old() {
 }
 # dbuild TAG CONTEXT DOCKERFILE_TEXT INPUTS: legacy `docker build -q`, quiet unless it fails.
 dbuild() {
-  local tag=$1 ctx=$2 dockerfile=$3 inputs=$4 err old
+  local tag=$1 ctx=$2 dockerfile=$3 inputs=$4 old
   old=$(image_id "$tag")
   printf '%s\n' "$dockerfile" > "$ctx/Dockerfile"
-  err=$(mktemp)
-  docker build -q --label "gauntlet.dev/inputs=$inputs" -t "$tag" "$ctx" >/dev/null 2>"$err" \
-    || { cat "$err" >&2; rm -f "$err"; return 1; }
-  rm -f "$err"
+  quiet_build --label "gauntlet.dev/inputs=$inputs" -t "$tag" "$ctx"
   drop_old "$old" "$tag"
 }
 # gomod ARGS...: the go command in the wrapper module.

@@ -111,12 +111,6 @@ K8S_CMDS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-sc
 # shellcheck source=tools/images/lib.sh
 . "$REPO/tools/images/lib.sh"
 
-# dbuild ARGS...: legacy `docker build -q`, quiet unless it fails.
-dbuild() {
-  local err; err=$(mktemp)
-  docker build -q "$@" >/dev/null 2>"$err" || { cat "$err" >&2; rm -f "$err"; return 1; }
-  rm -f "$err"
-}
 # inputs_hash: short hash of the hand-written inputs of the base and node images, stored
 # as an image label so that editing them rebuilds those images. The Debian-containerd row
 # (v1.35.4) hashes exactly the three files it always has, in the same order, so images
@@ -132,9 +126,8 @@ inputs_hash() {
       | sha256sum | cut -c1-12
   fi
 }
-have_current_image() {
-  [ "$(docker image inspect -f '{{index .Config.Labels "gauntlet.dev/inputs"}}' "$1" 2>/dev/null)" = "$(inputs_hash)" ]
-}
+# have_current IMAGE: IMAGE is there, built from the inputs as they are now.
+have_current() { have_current_image "$1" "$(inputs_hash)"; }
 have_files() { local f; for f in "$@"; do [ -x "$f" ] || return 1; done; }
 
 # modsrc NAME VERSION: the wrapper module building NAME at VERSION: src/NAME-VERSION, or
@@ -331,7 +324,7 @@ step_kindbase() {
     mkdir -p "$ctx/containerd"
     cp "${CONTAINERD_CMDS[@]/#/$CONTAINERD_BIN/}" "$ctx/containerd/"
     cp "$ROOT/files/kind-base-containerd2.Dockerfile" "$ctx/Dockerfile"
-    dbuild --build-arg "ROOTFS=$BASE_ROOTFS_IMAGE" --label "gauntlet.dev/inputs=$(inputs_hash)" -t "$KIND_BASE_IMAGE" "$ctx"
+    quiet_build --build-arg "ROOTFS=$BASE_ROOTFS_IMAGE" --label "gauntlet.dev/inputs=$(inputs_hash)" -t "$KIND_BASE_IMAGE" "$ctx"
     return
   fi
   # our additions: single-node bridge CNI config, containerd settings for this VM
@@ -342,7 +335,7 @@ step_kindbase() {
          "$ctx/files/etc/containerd/config.toml"
   grep -q 'restrict_oom_score_adj = true' "$ctx/files/etc/containerd/config.toml"
   cp "$ROOT/files/kind-base.Dockerfile" "$ctx/Dockerfile"
-  dbuild --build-arg "ROOTFS=$BASE_ROOTFS_IMAGE" --label "gauntlet.dev/inputs=$(inputs_hash)" -t "$KIND_BASE_IMAGE" "$ctx"
+  quiet_build --build-arg "ROOTFS=$BASE_ROOTFS_IMAGE" --label "gauntlet.dev/inputs=$(inputs_hash)" -t "$KIND_BASE_IMAGE" "$ctx"
 }
 
 # ---- step (h): component images -------------------------------------------------------------
@@ -357,7 +350,7 @@ scratch_image() {
     [ -z "$user" ] || echo "USER $user"
     echo "ENTRYPOINT [\"/usr/local/bin/$name\"]"
   } > "$ctx/Dockerfile"
-  dbuild -t "$tag" "$ctx"
+  quiet_build -t "$tag" "$ctx"
 }
 
 # debian_image TAG [BINARY]: image FROM the slim Debian rootfs, optionally with BINARY.
@@ -368,7 +361,7 @@ debian_image() {
   if [ -n "$bin" ]; then
     cp "$bin" "$ctx/"; echo "COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")" >> "$ctx/Dockerfile"
   fi
-  dbuild -t "$tag" "$ctx"
+  quiet_build -t "$tag" "$ctx"
 }
 
 image_list() {
@@ -522,9 +515,9 @@ declare -A DONE_IF=(
   [kindcli]='have_files "$KIND_BIN/kind" && [ -L "$BIN/kind" ]'
   [rootfs]='have_image "$BASE_ROOTFS_IMAGE"'
   [slimfs]='have_image "$SLIM_IMAGE"'
-  [kindbase]='have_current_image "$KIND_BASE_IMAGE"'
+  [kindbase]='have_current "$KIND_BASE_IMAGE"'
   [images]='all_images_present'
-  [node]='have_current_image "$NODE_IMAGE"'
+  [node]='have_current "$NODE_IMAGE"'
 )
 all_images_present() { local i; for i in $(image_list); do have_image "$i" || return 1; done; }
 
@@ -534,7 +527,7 @@ main() {
     --versions) grep -v '^$' <<<"$VERSIONS"; return;;
   esac
   local want=("$@") s
-  if [ ${#want[@]} -eq 0 ] && have_current_image "$NODE_IMAGE"; then
+  if [ ${#want[@]} -eq 0 ] && have_current "$NODE_IMAGE"; then
     # The product is there and built from these files: nothing else is needed.
     log "reusing $NODE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.2f GB", $1/1e9}'))"
     verify_node
