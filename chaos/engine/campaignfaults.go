@@ -17,8 +17,9 @@ const operatorRole = "operator"
 
 // faultMenu are the faults a campaign may hold while a sequence's steps
 // run, made from what the operator did since a moment (the reference
-// run): a conflict on its status writes, errors, a kill right after a
-// write and coalesced events on each kind of child it wrote, a restart
+// run): a conflict on its status writes, the resource's own changes
+// coalesced, errors, a kill right after a write and coalesced events on
+// each kind of child it wrote, a restart
 // onto a view as of the resource's creation, and, where it holds a
 // finalizer, as of its deletion after a recreate, and expired watches. On a
 // cluster, a pod kill of each role the base scenario names too. Nothing
@@ -47,6 +48,10 @@ func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scen
 		menu = append(menu, scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 409, Hold: hold(15 * time.Second),
 			Requests: &scenario.RequestMatch{Resource: plural, Subresource: "status", Probability: 0.5}})
 	}
+	// Sieve's unobserved state of the resource itself: the changes made
+	// in the hold reach the operator as one, the last.
+	menu = append(menu, scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(15 * time.Second),
+		Requests: &scenario.RequestMatch{Resource: plural}})
 	for _, res := range slices.Sorted(maps.Keys(verbs)) {
 		verb := verbs[res][0]
 		for _, v := range []string{"patch", "update"} {
