@@ -298,6 +298,9 @@ func TestAFixWrittenSinceIsReplayedOnTheRecordedFindings(t *testing.T) {
 	if got := res.Bugs[1]; got.Bug.ID != "no-fix" || got.Verdict != Found {
 		t.Errorf("after its fix patch: %s %q, want no-fix found", got.Bug.ID, got.Verdict)
 	}
+	if md := res.Markdown(); !strings.Contains(md, "| no-fix | o/p |  | - | ours: fix.patch | found |") {
+		t.Errorf("bugs.md does not name the fix patch as ours:\n%s", md)
+	}
 }
 
 // judgedAgain reads a run's results back, judges its replays again from
@@ -330,7 +333,8 @@ func judgedAgain(t *testing.T, out string, res *Result) {
 		t.Errorf("bugs.json: %v, %d bugs", err, len(back.Bugs))
 	}
 	md := res.Markdown()
-	for _, s := range []string{"| found | o/p |  | - | found |", "none (spec changes alone)", "4 bugs: 1 found, 1 with no fix known, 1 not found, 1 not run"} {
+	fixed := shortCommit(*res.Bugs[0].Bug.FixCommit)
+	for _, s := range []string{"| found | o/p |  | - | " + fixed + " | found |", "| no-fix | o/p |  | - | - | no fix known", "none (spec changes alone)", "4 bugs: 1 found, 1 with no fix known, 1 not found, 1 not run"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("bugs.md lacks %q:\n%s", s, md)
 		}

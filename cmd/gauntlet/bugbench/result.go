@@ -287,8 +287,8 @@ func (res *Result) Write(dir string) error {
 // Markdown is the result as a table, one row a bug, then the totals.
 func (res *Result) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| bug | operator | class | found by | verdict | oracle | fault layer | run | minutes | replay: buggy / fix | scenario file |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| bug | operator | class | found by | fix | verdict | oracle | fault layer | run | minutes | replay: buggy / fix | scenario file |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range res.Bugs {
 		oracle, layer, run, minutes, replay, file := "-", "-", "-", "-", "-", "-"
 		if f := r.Finding; f != nil {
@@ -303,8 +303,8 @@ func (res *Result) Markdown() string {
 		if r.Why != "" {
 			verdict += ": " + r.Why
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Bug.ID, r.Bug.Operator, r.Bug.Class, cell(r.Bug.anchor()),
-			cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Bug.ID, r.Bug.Operator, r.Bug.Class, cell(r.Bug.anchor()),
+			cell(r.Bug.fixName()), cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
 	}
 	t := res.Totals
 	fmt.Fprintf(&b, "\n%d bugs: %d found, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
@@ -320,6 +320,22 @@ func (res *Result) Markdown() string {
 	}
 	return b.String()
 }
+
+// fixName says which fix a bug is judged on: the upstream commit, ours
+// (a fix patch), the tree without the bug's patch, or none.
+func (b Bug) fixName() string {
+	switch {
+	case b.FixCommit != nil && *b.FixCommit != "":
+		return shortCommit(*b.FixCommit)
+	case b.FixPatch != "":
+		return "ours: " + filepath.Base(b.FixPatch)
+	case b.BuggyPatch != "":
+		return "without the patch"
+	}
+	return "-"
+}
+
+func shortCommit(c string) string { return c[:min(len(c), 8)] }
 
 // anchor says which tool published the bug, with its oracles: the
 // anchors' own result beside ours.
