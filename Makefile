@@ -345,6 +345,17 @@ versitygw-image: docker-engine ## Build the S3 server's image (versitygw, VERSIT
 	tools/bins/build.sh versitygw $(VERSITYGW_VERSION)
 	tools/images/build.sh versitygw $(VERSITYGW_VERSION)
 
+.PHONY: gauntlet-image
+gauntlet-image: docker-engine gauntlet envtest-bins ## The gauntlet CLI's image gauntlet.dev/gauntlet:<version>-<hash> (bin/gauntlet with envtest's kube-apiserver and etcd, FROM scratch, non-root; files at /work); its name in bin/gauntlet-image.env.
+	@assets=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)}; \
+	  tag=$$($(BIN)/gauntlet version | sed -n '1s/^gauntlet //p')-$$(cat $(BIN)/gauntlet $$assets/kube-apiserver $$assets/etcd | sha256sum | cut -c1-8); \
+	  KUBEBUILDER_ASSETS=$$assets tools/images/build.sh gauntlet $$tag && \
+	  echo "GAUNTLET_IMAGE=gauntlet.dev/gauntlet:$$tag" > $(BIN)/gauntlet-image.env
+
+.PHONY: test-image
+test-image: gauntlet-image ## The gauntlet image used as a user would, with no checkout inside: version, validate of a copy of the Memcached example mounted at /work, and a recorded run's report rendered again (ci/image-proof.sh).
+	ci/image-proof.sh $$(sed -n 's/^GAUNTLET_IMAGE=//p' $(BIN)/gauntlet-image.env)
+
 .PHONY: relay-image
 relay-image: docker-engine api-relay ## Build the API relay's image gauntlet.dev/api-relay:v$(RELAY_VERSION), FROM scratch, non-root; reused when present.
 	tools/images/build.sh api-relay v$(RELAY_VERSION)

@@ -8,6 +8,8 @@
 #   tools/images/build.sh etcd <etcd-version>     bin/etcd/<version>/ -> gauntlet.dev/etcd:<etcd-version>
 #   tools/images/build.sh versitygw <version>     bin/versitygw/<version>/ -> gauntlet.dev/versitygw:<version>
 #   tools/images/build.sh api-relay <tag>         bin/api-relay -> gauntlet.dev/api-relay:<tag>
+#   tools/images/build.sh gauntlet <tag>          bin/gauntlet and envtest's kube-apiserver and etcd
+#                                                 ($KUBEBUILDER_ASSETS) -> gauntlet.dev/gauntlet:<tag>
 #
 # All run as the non-root user 65532 and hold static binaries only.
 set -euo pipefail
@@ -127,6 +129,29 @@ COPY api-relay /api-relay
 USER 65532:65532
 ENTRYPOINT ["/api-relay"]'
 	check "$REPO/api-relay:$2" "-listen" "$REPO/api-relay:$2" --help
+	;;
+gauntlet)
+	# The CLI for a user's own repository or CI: validate, report and
+	# replay files, run on --envtest (kube-apiserver and etcd inside) or
+	# on a cluster its --kubeconfig reaches. Files are mounted at /work.
+	assets=${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS to the folder with kube-apiserver and etcd (make envtest-bins)}
+	mkdir -p "$ctx/bin" "$ctx/k8s" "$ctx/root/tmp"
+	chmod 1777 "$ctx/root/tmp" # envtest's and the runs' temporary files; scratch has no /tmp
+	for b in "$BIN/gauntlet" "$assets/kube-apiserver" "$assets/etcd"; do
+		[ -x "$b" ] || { echo "error: $b is missing: run make gauntlet envtest-bins" >&2; exit 1; }
+		static_or_die "$b"
+	done
+	cp "$BIN/gauntlet" "$ctx/bin/gauntlet"
+	cp "$assets/kube-apiserver" "$assets/etcd" "$ctx/k8s/"
+	build "$REPO/gauntlet:$2" "$ctx" 'FROM scratch
+COPY bin/ /gauntlet/bin/
+COPY k8s/ /gauntlet/k8s/
+COPY root/ /
+ENV KUBEBUILDER_ASSETS=/gauntlet/k8s PATH=/gauntlet/bin HOME=/tmp
+USER 65532:65532
+WORKDIR /work
+ENTRYPOINT ["/gauntlet/bin/gauntlet"]'
+	check "$REPO/gauntlet:$2" "Kubernetes: " "$REPO/gauntlet:$2" version
 	;;
 *) usage ;;
 esac
