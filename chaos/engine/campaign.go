@@ -230,6 +230,11 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 	return f
 }
 
+// campaignStableFor is the stillness window of a campaign's runs when the
+// base scenario gives none: shorter than a scenario's default, since a
+// campaign makes hundreds of runs and a write loop shows within seconds.
+const campaignStableFor = 5 * time.Second
+
 // campaignScenario is the base scenario with the sequence's steps as its
 // actions, each but the last followed by a wait to converge, no fault,
 // and the automatic oracles as its assertions. On a cluster an etcd-kv
@@ -256,7 +261,7 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 	s.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
 	stable := base.Spec.Assertions.StableFor
 	if stable == nil {
-		stable = &metav1.Duration{Duration: 5 * time.Second}
+		stable = &metav1.Duration{Duration: campaignStableFor}
 	}
 	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true, TruthfulStatus: true}
 	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]

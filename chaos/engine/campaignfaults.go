@@ -15,6 +15,15 @@ import (
 // operatorRole is the role a campaign's view faults target.
 const operatorRole = "operator"
 
+// How long the fault menu's faults hold. menuHold covers a step's writes
+// (a step converges within seconds on envtest) with room for the
+// operator's retries; menuRestartHold, a restart onto an old view or an
+// expired watch, whose effect is over once the operator has re-listed.
+const (
+	menuHold        = 15 * time.Second
+	menuRestartHold = 10 * time.Second
+)
+
 // faultMenu are the faults a campaign may hold while a sequence's steps
 // run, made from what the operator did since a moment (the reference
 // run): a conflict on its status writes, the resource's own changes
@@ -45,12 +54,12 @@ func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scen
 	hold := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	var menu []scenario.Fault
 	if status {
-		menu = append(menu, scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 409, Hold: hold(15 * time.Second),
+		menu = append(menu, scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 409, Hold: hold(menuHold),
 			Requests: &scenario.RequestMatch{Resource: plural, Subresource: "status", Probability: 0.5}})
 	}
 	// Sieve's unobserved state of the resource itself: the changes made
 	// in the hold reach the operator as one, the last.
-	menu = append(menu, scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(15 * time.Second),
+	menu = append(menu, scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(menuHold),
 		Requests: &scenario.RequestMatch{Resource: plural}})
 	for _, res := range slices.Sorted(maps.Keys(verbs)) {
 		verb := verbs[res][0]
@@ -61,11 +70,11 @@ func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scen
 			}
 		}
 		menu = append(menu,
-			scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 500, Hold: hold(15 * time.Second),
+			scenario.Fault{Action: scenario.ActionAPIError, Target: operatorRole, Status: 500, Hold: hold(menuHold),
 				Requests: &scenario.RequestMatch{Verb: verb, Resource: res, Count: 3}},
-			scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: hold(15 * time.Second),
+			scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: hold(menuHold),
 				Requests: &scenario.RequestMatch{Verb: verb, Resource: res}},
-			scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(15 * time.Second),
+			scenario.Fault{Action: scenario.ActionWatchCoalesce, Target: operatorRole, Hold: hold(menuHold),
 				Requests: &scenario.RequestMatch{Resource: res}})
 	}
 	if ref.Finalized {
@@ -73,17 +82,17 @@ func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scen
 		// operator restarted onto a view as of the old one's deletion. It
 		// needs a finalizer, which keeps the old one visibly deleting.
 		menu = append(menu, scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: scenario.StaleFromDeleted,
-			Restart: true, Hold: hold(15 * time.Second), Requests: &scenario.RequestMatch{Resource: plural}})
+			Restart: true, Hold: hold(menuHold), Requests: &scenario.RequestMatch{Resource: plural}})
 	}
 	menu = append(menu,
-		scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: "created", Restart: true, Hold: hold(10 * time.Second),
+		scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: "created", Restart: true, Hold: hold(menuRestartHold),
 			Requests: &scenario.RequestMatch{Resource: plural}},
-		scenario.Fault{Action: scenario.ActionWatchClose, Target: operatorRole, Expire: true, Hold: hold(10 * time.Second),
+		scenario.Fault{Action: scenario.ActionWatchClose, Target: operatorRole, Expire: true, Hold: hold(menuRestartHold),
 			Requests: &scenario.RequestMatch{Namespace: "*"}})
 	if e.hermetic == nil {
 		for _, name := range slices.Sorted(maps.Keys(roles)) {
 			if r := roles[name]; !r.Operator && !r.APIServer {
-				menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(15 * time.Second)})
+				menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(menuHold)})
 			}
 		}
 	}

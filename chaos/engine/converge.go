@@ -45,16 +45,27 @@ func (r *run) firstConverged(ctx context.Context) error {
 	return err
 }
 
+// defaultConvergeWithin bounds each wait for convergence when a scenario
+// gives no convergeWithin: a 5-member StatefulSet pulling its image on a
+// cold kind node fits in it, a resource that will never converge is
+// reported before a CI job's patience ends.
+const defaultConvergeWithin = 5 * time.Minute
+
+// convergeWithin is the scenario's bound on a wait for convergence.
+func (r *run) convergeWithin() time.Duration {
+	if d := r.s.Spec.Resource.ConvergeWithin.Duration; d > 0 {
+		return d
+	}
+	return defaultConvergeWithin
+}
+
 // waitConverged waits until every converged expression holds.
 func (r *run) waitConverged(ctx context.Context) error {
 	progs, err := compile(r.s.Spec.Resource.Converged)
 	if err != nil {
 		return err
 	}
-	within := r.s.Spec.Resource.ConvergeWithin.Duration
-	if within == 0 {
-		within = 5 * time.Minute
-	}
+	within := r.convergeWithin()
 	// last is what the resource showed last: a failed look at the events
 	// as the wait runs out must not hide it.
 	var last string

@@ -275,6 +275,10 @@ func (e *Engine) clients() error {
 	return nil
 }
 
+// relayStopWithin bounds removing the API relay at teardown (its
+// Deployment, Service and RBAC deleted, its pod gone).
+const relayStopWithin = 30 * time.Second
+
 // Teardown deletes the cluster (unless kept or existing), or stops
 // envtest and the operator's process.
 func (e *Engine) Teardown() error {
@@ -283,7 +287,7 @@ func (e *Engine) Teardown() error {
 	}
 	var err error
 	if e.relay != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), relayStopWithin)
 		err = e.stopRelay(ctx)
 		cancel()
 	}

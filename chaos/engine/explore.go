@@ -194,6 +194,10 @@ func (o ExploreOptions) mine(i int) bool {
 	return o.Shards <= 1 || i%o.Shards == o.Shard
 }
 
+// defaultExploreBudget is a campaign's budget when none is given: the
+// time the bug benchmark allows a campaign to find a bug in.
+const defaultExploreBudget = 30 * time.Minute
+
 func exploreDefaults(o ExploreOptions) ExploreOptions {
 	if o.Sequences == 0 {
 		o.Sequences = 10
@@ -202,7 +206,7 @@ func exploreDefaults(o ExploreOptions) ExploreOptions {
 		o.MaxSteps = 3
 	}
 	if o.Budget == 0 {
-		o.Budget = 30 * time.Minute
+		o.Budget = defaultExploreBudget
 	}
 	return o
 }

@@ -125,6 +125,11 @@ func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
 	}, nil
 }
 
+// podFailureMax is how long Chaos Mesh keeps a pod-failure at most: the
+// engine ends it at the hold's end by deleting the experiment, so this only
+// bounds a failure whose run was cut short (no hold is longer).
+const podFailureMax = 10 * time.Minute
+
 // build makes the experiment of a fault on resolved targets: a partition
 // cuts target off from peer's pods, or from addrs when they are given.
 func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*Experiment, error) {
@@ -134,7 +139,7 @@ func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*E
 	case scenario.ActionContainerKill:
 		return ContainerKill(name, target, f.Container), nil
 	case scenario.ActionPodFailure:
-		return PodFailure(name, target, 10*time.Minute), nil
+		return PodFailure(name, target, podFailureMax), nil
 	case scenario.ActionBandwidth:
 		return Bandwidth(name, target, f.Rate), nil
 	case scenario.ActionDelay:
@@ -173,7 +178,7 @@ func (r *run) actions(ctx context.Context, list string, actions []scenario.Actio
 				return err
 			}
 			patch := []byte(r.vars.Expand(string(raw)))
-			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept %s[%d]'s patch", list, i), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept %s[%d]'s patch", list, i), patchAdmissionWait, time.Second, func(ctx context.Context) (bool, string, error) {
 				_, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 				switch {
 				case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
@@ -228,10 +233,7 @@ func (r *run) recreate(ctx context.Context) error {
 	if err := r.resource().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	within := r.s.Spec.Resource.ConvergeWithin.Duration
-	if within == 0 {
-		within = 5 * time.Minute
-	}
+	within := r.convergeWithin()
 	timeout := time.After(within)
 	r.deletedRV = ""
 	for gone := false; !gone; {

@@ -237,13 +237,24 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 		kill:   func(context.Context) error { return h.op.kill() },
 		target: func(context.Context) (Pods, error) { return h.target(), nil }}
 	e.logf("operator process %d started (%s, log %s); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
-	if err := h.op.running(ctx, 3*time.Second); err != nil {
+	if err := h.op.running(ctx, processStartsWithin); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(h.logPath, 20))
 	}
 	return nil
 }
 
-// simulate plays, every 200ms, the StatefulSet and Deployment controllers
+// The envtest host's times. An operator process that has not exited
+// processStartsWithin after its start is taken as running (one that fails
+// its flags or its first list exits sooner); at teardown it gets
+// processStopWithin after SIGTERM. The simulators run every simulatorTick,
+// about as soon as kube-controller-manager and a kubelet would act.
+const (
+	processStartsWithin = 3 * time.Second
+	processStopWithin   = 10 * time.Second
+	simulatorTick       = 200 * time.Millisecond
+)
+
+// simulate plays, every simulatorTick, the StatefulSet and Deployment controllers
 // with their kubelets (pods made and marked ready), the garbage collector
 // and the claim protection controller, which envtest does not run.
 func (e *Engine) simulate(ctx context.Context) {
@@ -253,7 +264,7 @@ func (e *Engine) simulate(ctx context.Context) {
 	deploys := &framework.DeploymentSimulator{Client: c}
 	gc := &framework.GarbageCollector{Client: c, Kinds: collectedKinds()}
 	claims := &framework.ClaimProtection{Client: c}
-	tick := time.NewTicker(200 * time.Millisecond)
+	tick := time.NewTicker(simulatorTick)
 	defer tick.Stop()
 	for {
 		select {
@@ -282,7 +293,7 @@ func collectedKinds() []client.ObjectList {
 
 func (h *hermetic) teardown() error {
 	if h.op != nil {
-		h.op.stop(10 * time.Second)
+		h.op.stop(processStopWithin)
 	}
 	if h.stop != nil {
 		h.stop()

@@ -62,6 +62,9 @@ func (o *Observer) Start(ctx context.Context) {
 	}()
 }
 
+// lastPodsWithin bounds the observer's last look at the pods as it stops.
+const lastPodsWithin = 5 * time.Second
+
 // Stop ends the sampling and returns what was seen. It reads the pods one
 // last time: a run ends as soon as its resource converges, which may be
 // within a sample of a pod turning ready, and that change (timed by the
@@ -73,7 +76,7 @@ func (o *Observer) Stop() ([]report.OperatorSample, []report.PodEvent) {
 	o.cancel()
 	<-o.done
 	if o.Pods != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), lastPodsWithin)
 		if pods, err := o.Pods(ctx); err == nil {
 			o.observePods(time.Now(), pods)
 		}

@@ -148,12 +148,12 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 			r.res.Checks = append(r.res.Checks, c)
 		}
 	}
-	stable := 10 * time.Second
+	stable := defaultStableFor
 	if a.StableFor != nil {
 		stable = a.StableFor.Duration
 	}
 	if stable > 0 {
-		r.awaitQuiet(ctx, 2*time.Second, 15*time.Second)
+		r.awaitQuiet(ctx, quietBeforeStillness, quietWithin)
 		since := time.Now()
 		errors0, scraped := r.reconcileErrors(ctx)
 		changed, err := r.unstable(ctx, stable)
@@ -290,6 +290,17 @@ func metricSelector(name string, labels map[string]string) string {
 	}
 	return name + "{" + strings.Join(pairs, ",") + "}"
 }
+
+// The stillness check's times.
+const (
+	// defaultStableFor is the stillness window when a scenario gives no
+	// stableFor: a few of a controller-runtime operator's requeues.
+	defaultStableFor = 10 * time.Second
+	// quietBeforeStillness is the pause in state writes that says the
+	// operator has settled; quietWithin bounds the wait for it.
+	quietBeforeStillness = 2 * time.Second
+	quietWithin          = 15 * time.Second
+)
 
 // awaitQuiet waits, before the stillness window opens, until the
 // operator made no state write for quiet (at most for bound): its last

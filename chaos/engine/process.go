@@ -117,6 +117,11 @@ func (p *process) pid() int {
 	return p.cmd.Process.Pid
 }
 
+// sigkillGrace is how long a killed process may take to be reaped: the
+// kernel frees it at once, so a longer wait means it is stuck in the
+// kernel (uninterruptible I/O), which no signal mends.
+const sigkillGrace = 10 * time.Second
+
 // kill kills the running process (SIGKILL to its group, as a container
 // runtime kills a container) and returns once it is gone; the supervisor
 // starts it again.
@@ -130,8 +135,8 @@ func (p *process) kill() error {
 	select {
 	case <-exited:
 		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the operator process %d outlived SIGKILL by 10s", cmd.Process.Pid)
+	case <-time.After(sigkillGrace):
+		return fmt.Errorf("the operator process %d outlived SIGKILL by %s", cmd.Process.Pid, sigkillGrace)
 	}
 }
 

@@ -170,12 +170,19 @@ func (e *Engine) keepForwarding(ctx context.Context, r *relay, pod string, pf *f
 	}
 }
 
+// The relay's waits: its pod pulls a small image (or has it loaded) and
+// starts at once; its endpoint follows readiness within seconds.
+const (
+	relayReadyWithin    = 2 * time.Minute
+	relayEndpointWithin = time.Minute
+)
+
 // relayPod waits for a ready relay pod and names it. A pod that cannot
 // start (its image is not on the nodes or in a registry they pull from)
 // fails at once with the reason.
 func (e *Engine) relayPod(ctx context.Context, image string) (string, error) {
 	var name string
-	err := framework.PollFor(ctx, "the API relay's pod ready", 2*time.Minute, 500*time.Millisecond,
+	err := framework.PollFor(ctx, "the API relay's pod ready", relayReadyWithin, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
 			ready, pods, err := e.relayPods(ctx)
 			if err != nil || ready != "" {
@@ -199,7 +206,7 @@ func (e *Engine) relayPod(ctx context.Context, image string) (string, error) {
 // operator started before then is refused, and a controller-runtime
 // manager exits on that at start.
 func (e *Engine) relayEndpoint(ctx context.Context) error {
-	return framework.PollFor(ctx, "a ready endpoint of the API relay's Service", time.Minute, 200*time.Millisecond,
+	return framework.PollFor(ctx, "a ready endpoint of the API relay's Service", relayEndpointWithin, 200*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
 			var slices discoveryv1.EndpointSliceList
 			if err := e.Client.List(ctx, &slices, client.InNamespace(e.operator.Namespace),

@@ -62,7 +62,7 @@ func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
 	if e.view == nil || e.hermetic != nil {
 		return nil
 	}
-	err := framework.PollFor(ctx, "the operator's first request through the API proxy", 90*time.Second, 500*time.Millisecond,
+	err := framework.PollFor(ctx, "the operator's first request through the API proxy", firstProxiedRequestWithin, 500*time.Millisecond,
 		func(context.Context) (bool, string, error) {
 			return len(e.view.proxy.Requests()) > 0, "no request yet at https://" + e.proxyAddr, nil
 		})
@@ -71,6 +71,16 @@ func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
 	}
 	return nil
 }
+
+// How long an operator rewired to the proxy may take to reach it: a
+// manager's start and its first list (firstProxiedRequestWithin), and how
+// long its pods may stay unready with no request at all before that is
+// the verdict (unreachedProxyAfter: a pod whose API server is unreachable
+// never becomes ready).
+const (
+	firstProxiedRequestWithin = 90 * time.Second
+	unreachedProxyAfter       = 45 * time.Second
+)
 
 // proxyHint says what to check when no request reaches the proxy.
 func (e *Engine) proxyHint() string {
@@ -84,7 +94,7 @@ func (e *Engine) proxyHint() string {
 // ready yet: none of its requests reached the proxy in the 45 s since
 // it was deployed.
 func (e *Engine) unreachedProxy(deployed time.Time) error {
-	if e.view == nil || e.hermetic != nil || time.Since(deployed) < 45*time.Second || len(e.view.proxy.Requests()) > 0 {
+	if e.view == nil || e.hermetic != nil || time.Since(deployed) < unreachedProxyAfter || len(e.view.proxy.Requests()) > 0 {
 		return nil
 	}
 	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s (%s)",

@@ -185,14 +185,14 @@ func (r *roles) probe(ctx context.Context, role string, pods Pods, p *scenario.P
 	if p.Exec != nil {
 		what = fmt.Sprintf("a pod of role %s where %v prints %q", role, p.Exec.Command, p.Contains)
 	}
-	err := framework.PollFor(ctx, what, time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	err := framework.PollFor(ctx, what, probeWithin, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		kept = nil
 		var seen []string
 		for _, name := range pods.Names {
 			var body string
 			var err error
 			if p.Exec != nil {
-				ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				ectx, cancel := context.WithTimeout(ctx, probeExecWithin)
 				var res framework.ExecResult
 				res, err = framework.Exec(ectx, r.e.Config, pods.Namespace, name, p.Exec.Container, p.Exec.Command...)
 				body = res.Stdout
@@ -214,9 +214,19 @@ func (r *roles) probe(ctx context.Context, role string, pods Pods, p *scenario.P
 	return kept, err
 }
 
+// A role's probe: each pod asked answers within probeGetWithin (an HTTP
+// GET through a port-forward) or probeExecWithin (a command, which starts
+// a process), and some pod answers as expected within probeWithin (an
+// election after a fault takes seconds).
+const (
+	probeWithin     = time.Minute
+	probeGetWithin  = 3 * time.Second
+	probeExecWithin = 5 * time.Second
+)
+
 // get fetches path from a pod's port through a port-forward.
 func (r *roles) get(ctx context.Context, ns, pod string, port int, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, probeGetWithin)
 	defer cancel()
 	pf, err := framework.ForwardPort(ctx, r.e.Config, ns, pod, port)
 	if err != nil {

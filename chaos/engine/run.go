@@ -335,7 +335,7 @@ func (r *run) create(ctx context.Context) error {
 	r.obj = objs[0]
 	r.obj.SetNamespace(r.ns)
 	gvk := r.obj.GroupVersionKind()
-	return framework.PollFor(ctx, "the API server to accept "+gvk.Kind+" "+r.obj.GetName(), 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+	return framework.PollFor(ctx, "the API server to accept "+gvk.Kind+" "+r.obj.GetName(), createAdmissionWait, time.Second, func(ctx context.Context) (bool, string, error) {
 		// The API server's discovery may lag a moment behind a CRD the
 		// operator's deployment just established: look again until it serves.
 		m, err := r.e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -380,10 +380,27 @@ func (r *run) watchedPods(ctx context.Context) ([]corev1.Pod, error) {
 	return append(list.Items, ops...), err
 }
 
+// Waits of a run's edges.
+const (
+	// createAdmissionWait bounds retries of the resource's create: a CRD
+	// the operator's deployment just established is served within
+	// seconds, its webhook within a minute of its pod starting.
+	createAdmissionWait = 2 * time.Minute
+	// patchAdmissionWait bounds retries of a during patch, which the
+	// operator's webhook may refuse while its pod restarts under a fault.
+	patchAdmissionWait = 3 * time.Minute
+	// deletionWait bounds the wait for the resource to go: a finalizer's
+	// final snapshot Job on kind, with its image pulled, fits in it.
+	deletionWait = 3 * time.Minute
+	// cleanupWithin bounds the whole cleanup: the failure bundle, the
+	// deletion wait and the namespace's removal.
+	cleanupWithin = 4 * time.Minute
+)
+
 // cleanup collects a bundle when the scenario failed, closes the workload,
 // deletes the resource and waits until it is gone, then the namespace.
 func (r *run) cleanup(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupWithin)
 	defer cancel()
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
@@ -411,7 +428,7 @@ func (r *run) cleanup(ctx context.Context) {
 			}
 		}
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
-		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", deletionWait, time.Second, func(ctx context.Context) (bool, string, error) {
 			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 		})

@@ -96,7 +96,7 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	run := &report.Run{Scenario: s.Name, Seed: seed, Phases: report.Phases{Start: time.Now()}}
 	hold := s.Hold
 	if hold == 0 {
-		hold = 20 * time.Second
+		hold = defaultHold
 	}
 	exp := r.resolve(ctx, s, seed, run)
 	if exp == nil {
@@ -112,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 			if recoveryTried {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), harnessRecoverWithin)
 			defer cancel()
 			if err := h.Recover(ctx); err != nil {
 				run.Failf("cleanup: undoing %s: %v", run.Experiment, err)
@@ -370,11 +370,24 @@ func describeStatus(st *chaosv1alpha1.ChaosStatus) string {
 	return b.String()
 }
 
+// Bounds of a fault's edges.
+const (
+	// defaultHold is how long a fault holds when the scenario says not:
+	// long enough for an election and a few reconciles under it.
+	defaultHold = 20 * time.Second
+	// harnessRecoverWithin bounds undoing a harness fault (a stopped kind
+	// node starting again and its kubelet reporting Ready).
+	harnessRecoverWithin = 3 * time.Minute
+	// experimentCleanupWithin bounds deleting a Chaos Mesh experiment and
+	// checking that nothing of it is left.
+	experimentCleanupWithin = 2 * time.Minute
+)
+
 // cleanup deletes the experiment if it is still there, then checks that no
 // chaos object or finalizer is left in the namespace and that no active
 // rule stays in a target's network namespace.
 func (r *Runner) cleanup(ctx context.Context, exp *Experiment, run *report.Run) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), experimentCleanupWithin)
 	defer cancel()
 	t0 := time.Now()
 	if exp.Harness != nil {
