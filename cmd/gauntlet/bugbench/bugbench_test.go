@@ -141,7 +141,7 @@ bugs:
 type fakeGauntlet struct {
 	findings map[string][]report.Finding // by the tree's folder name
 	fails    map[string]failed           // by "<finding file> on <tree folder>"
-	fixed    string                      // the folder the bench's tree FIXED is made in
+	fixed    string                      // the folder the bench's tree FIXED is made in, for sources older than it
 	calls    []string
 }
 
@@ -151,7 +151,7 @@ func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, err
 		return args[i+1]
 	}
 	_, src, _ := strings.Cut(arg("--set"), "=")
-	if i := slices.Index(args, "--set"); args[i+3] != "FIXED="+filepath.Join(filepath.Dir(src), g.fixed) {
+	if i := slices.Index(args, "--set"); args[i+3] != "FIXED="+filepath.Join(filepath.Dir(src), g.fixed) && args[i+3] != "FIXED="+src {
 		return 0, fmt.Errorf("no fixed tree after %v", args)
 	}
 	tree := filepath.Base(src)
@@ -469,5 +469,28 @@ func TestEarlierFixesByAncestry(t *testing.T) {
 	want := map[string][]string{fb.Key(): {fa.Key()}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("earlier fixes = %v, want %v (the patch's tree in none)", got, want)
+	}
+}
+
+// A bench tree goes to the sources that do not descend from its commit;
+// one that does brings its own.
+func TestTreesForOlderSourcesOnly(t *testing.T) {
+	dir, c1, c2, _ := repo(t)
+	b := &Bench{Repo: dir, Variable: "SRC", Trees: map[string]string{"MANIFESTS": c2}}
+	r := &Runner{Sources: &Sources{Dir: t.TempDir()}}
+	for _, tc := range []struct {
+		commit, want string
+	}{
+		{c1, Tree{Operator: "o/p", Commit: c2}.Key()}, // older: the pinned tree
+		{c2, Tree{Operator: "o/p", Commit: c2}.Key()}, // the commit itself: its own
+		{"", Tree{Operator: "o/p"}.Key()},             // the working tree descends: its own
+	} {
+		set, err := r.source(t.Context(), Tree{Operator: "o/p", Commit: tc.commit}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := set[3]; filepath.Base(strings.TrimPrefix(got, "MANIFESTS=")) != tc.want {
+			t.Errorf("source at %q: %s, want the tree %s", tc.commit, got, tc.want)
+		}
 	}
 }

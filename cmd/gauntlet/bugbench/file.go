@@ -64,8 +64,10 @@ type Bench struct {
 	// environment cannot run.
 	SkipFields []string `json:"skipFields,omitempty"`
 	// Trees are further Operator file variables, each receiving the
-	// source tree of a fixed commit of the same repository, for every bug
-	// (manifests a later commit has in a form today's API server serves).
+	// source tree of a fixed commit of the same repository (manifests a
+	// later commit has in a form today's API server serves), for every
+	// source that does not descend from it: one that does brings its own,
+	// and receives itself.
 	Trees map[string]string `json:"trees,omitempty"`
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -154,62 +153,6 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	return c
 }
 
-// Earlier gives a recorded campaign its fixes' ancestors, from the
-// runner's file and sources (Rejudge).
-func (r *Runner) Earlier(ctx context.Context) func(Campaign) (map[string][]string, error) {
-	return func(c Campaign) (map[string][]string, error) {
-		var group []Bug
-		for _, id := range c.Bugs {
-			bugs, err := r.File.Select([]string{id})
-			if err != nil {
-				return nil, err
-			}
-			group = append(group, bugs...)
-		}
-		if len(group) == 0 || r.File.Bench(group[0]) == nil {
-			return nil, nil
-		}
-		return r.earlierFixes(ctx, group, r.File.Bench(group[0]))
-	}
-}
-
-// earlierFixes maps each fix commit of the group to the group's other
-// fix commits that are its ancestors in the repository. A fix patch is
-// on no commit's line: none is earlier or later than it.
-func (r *Runner) earlierFixes(ctx context.Context, group []Bug, b *Bench) (map[string][]string, error) {
-	var fixes []Tree
-	for _, bug := range group {
-		if fix, ok := bug.Fixed(); ok && fix.Commit != "" && fix.Patch == "" && !slices.Contains(fixes, fix) {
-			fixes = append(fixes, fix)
-		}
-	}
-	if len(fixes) < 2 {
-		return nil, nil
-	}
-	repo, err := r.Sources.repo(ctx, group[0].Operator, b.Repo)
-	if err != nil {
-		return nil, err
-	}
-	earlier := map[string][]string{}
-	for _, later := range fixes {
-		for _, e := range fixes {
-			if e == later {
-				continue
-			}
-			err := exec.CommandContext(ctx, "git", "-C", repo, "merge-base", "--is-ancestor", e.Commit, later.Commit).Run()
-			var exit *exec.ExitError
-			switch {
-			case err == nil:
-				earlier[later.Key()] = append(earlier[later.Key()], e.Key())
-			case errors.As(err, &exit) && exit.ExitCode() == 1:
-			default:
-				return nil, fmt.Errorf("git merge-base --is-ancestor %s %s: %w", e.Commit, later.Commit, err)
-			}
-		}
-	}
-	return earlier, nil
-}
-
 // source makes the tree, and the bench's fixed trees, and returns the
 // --set flags that hand them to the Operator file.
 func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error) {
@@ -221,6 +164,14 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 	r.logf("%s: source in %s (%s)", t.Key(), dir, time.Since(start).Round(time.Millisecond))
 	set := []string{"--set", b.Variable + "=" + filepath.Join(dir, b.Subdir)}
 	for _, v := range slices.Sorted(maps.Keys(b.Trees)) {
+		own, err := r.descends(ctx, t, b.Trees[v], b)
+		if err != nil {
+			return nil, err
+		}
+		if own {
+			set = append(set, "--set", v+"="+dir)
+			continue
+		}
 		fixed, err := r.Sources.Make(ctx, Tree{Operator: t.Operator, Commit: b.Trees[v]}, b)
 		if err != nil {
 			return nil, err
