@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,7 +72,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.hermetic == nil}
+	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.hermetic == nil, Set: e.setVariables()}
 	if o.Shards > 1 {
 		x.Shard = fmt.Sprintf("%d/%d", o.Shard, o.Shards)
 	}
@@ -306,12 +308,52 @@ func Oracle(res *report.Result, fields []string) (oracle, what string) {
 func namedInCondition(conds []report.Condition, fields []string) string {
 	for _, c := range conds {
 		for _, f := range fields {
-			if strings.Contains(c.Message, f) {
+			if names(c.Message, f) {
 				return fmt.Sprintf("%s condition (%s): %s", c.Type, c.Status, c.Message)
 			}
 		}
 	}
 	return ""
+}
+
+// names says whether a message names a field: its whole path, the end of
+// it from some parent on (an API server's refusal of a child object names
+// the child's own path: spec.trafficDistribution for
+// spec.override.service.spec.trafficDistribution), or its last name alone
+// when that cannot be a common word (camelCase, 10 letters or more:
+// disableNonTLSListeners), as a word of its own.
+func names(message, field string) bool {
+	parts := strings.Split(field, ".")
+	for i := 0; i+1 < len(parts); i++ {
+		if strings.Contains(message, strings.Join(parts[i:], ".")) {
+			return true
+		}
+	}
+	leaf := parts[len(parts)-1]
+	if len(leaf) < 10 || strings.ToLower(leaf) == leaf {
+		return false
+	}
+	for rest := message; ; {
+		i := strings.Index(rest, leaf)
+		if i < 0 {
+			return false
+		}
+		before, after := rest[:i], rest[i+len(leaf):]
+		if !endsInWordChar(before) && !startsWithWordChar(after) {
+			return true
+		}
+		rest = after
+	}
+}
+
+func endsInWordChar(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
+}
+
+func startsWithWordChar(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
 }
 
 // missingParents counts the objects on path (spec and the field itself

@@ -165,6 +165,27 @@ func TestClassifyRefusal(t *testing.T) {
 	g.Expect(oracle).To(Equal("settles"), "the expression names spec.replicas, no condition does")
 }
 
+// A refusal names a field by its whole path, by its end from a parent on
+// (a child object's own path), or by a last name no common word could be.
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		message, field string
+		want           bool
+	}{
+		{"spec.replicas must be odd", "spec.replicas", true},
+		{`Service "x" is invalid: spec.trafficDistribution: Unsupported value: ""`, "spec.override.service.spec.trafficDistribution", true},
+		{"TLS is required when disableNonTLSListeners is set", "spec.tls.disableNonTLSListeners", true},
+		{"TLS is required when xdisableNonTLSListeners is set", "spec.tls.disableNonTLSListeners", false},
+		{"scale to 3 or more replicas", "spec.replicas", false},
+		{"the image cannot be pulled", "spec.image", false},
+		{"spec.storageClassName cannot change", "spec.persistence.storageClassName", true},
+	} {
+		if got := names(tc.message, tc.field); got != tc.want {
+			t.Errorf("names(%q, %q) = %v, want %v", tc.message, tc.field, got, tc.want)
+		}
+	}
+}
+
 // A sequence under a fault is judged against its fault-free twin, with a
 // role for the operator; its finding file loads with the fault as written.
 func TestCampaignUnderFault(t *testing.T) {

@@ -3,12 +3,15 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -44,7 +47,16 @@ func (e *Engine) replayCommand(file string) string {
 	if e.hermetic != nil {
 		where = "--envtest "
 	}
-	return fmt.Sprintf("gauntlet run %s-f %s -f %s", where, e.o.Set.OperatorFile, file)
+	return fmt.Sprintf("gauntlet run %s-f %s -f %s%s", where, e.o.Set.OperatorFile, file, report.SetFlags(e.setVariables()))
+}
+
+// setVariables are the run's --set variables, NAME=VALUE, by name.
+func (e *Engine) setVariables() []string {
+	out := make([]string, 0, len(e.o.Overrides))
+	for _, k := range slices.Sorted(maps.Keys(e.o.Overrides)) {
+		out = append(out, k+"="+e.o.Overrides[k])
+	}
+	return out
 }
 
 // findingYAML lays a finding's scenario out in the order of the docs:

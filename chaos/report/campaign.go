@@ -22,6 +22,9 @@ type Campaign struct {
 	// OnCluster says the campaign ran on a cluster (kind, or an existing
 	// one), not envtest: its findings replay there.
 	OnCluster bool `json:"onCluster,omitempty"`
+	// Set are the --set NAME=VALUE variables the campaign ran with: its
+	// findings replay with them.
+	Set []string `json:"set,omitempty"`
 	// Fields are the spec fields generated for; Skipped those not, with why.
 	Fields  []string `json:"fields"`
 	Skipped []string `json:"skipped,omitempty"`
@@ -149,7 +152,22 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 		if x.OnCluster {
 			where = "" // on a kind cluster, or --kubeconfig's
 		}
-		fmt.Fprintf(&b, "- replay: gauntlet run %s-f %s -f %s\n", where, operatorFile, f.File)
+		fmt.Fprintf(&b, "- replay: gauntlet run %s-f %s -f %s%s\n", where, operatorFile, f.File, SetFlags(x.Set))
+	}
+	return b.String()
+}
+
+// SetFlags are the --set flags of a campaign's variables, each led by a
+// space ("" for none), quoted where a shell would split them.
+func SetFlags(set []string) string {
+	var b strings.Builder
+	for _, kv := range set {
+		b.WriteString(" --set ")
+		if strings.ContainsAny(kv, " \t'\"$`\\") {
+			b.WriteString("'" + strings.ReplaceAll(kv, "'", `'\''`) + "'")
+			continue
+		}
+		b.WriteString(kv)
 	}
 	return b.String()
 }

@@ -47,4 +47,8 @@ func TestSummaryReplaysWhereTheCampaignRan(t *testing.T) {
 	if got := x.Summary("op.yaml", false); !strings.Contains(got, "replay: gauntlet run -f op.yaml -f f/explore-7.yaml") {
 		t.Errorf("a cluster campaign's replay line is missing:\n%s", got)
 	}
+	x.Set = []string{"OPERATOR_SOURCE=/src/zk", "NOTE=two words"}
+	if got := x.Summary("op.yaml", false); !strings.Contains(got, "-f f/explore-7.yaml --set OPERATOR_SOURCE=/src/zk --set 'NOTE=two words'\n") {
+		t.Errorf("the replay line lacks the campaign's variables:\n%s", got)
+	}
 }

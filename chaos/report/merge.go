@@ -32,7 +32,7 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 		return nil, err
 	}
 	merged := &Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Seed: parts[0].Seed, Started: parts[0].Started, Cluster: parts[0].Cluster}
-	x := &Campaign{Base: first.Base, Seed: first.Seed, Shards: n, OnCluster: first.OnCluster, Fields: first.Fields, Skipped: first.Skipped,
+	x := &Campaign{Base: first.Base, Seed: first.Seed, Shards: n, OnCluster: first.OnCluster, Set: first.Set, Fields: first.Fields, Skipped: first.Skipped,
 		Refused: first.Refused, VersionSkews: first.VersionSkews, CrossVersion: first.CrossVersion,
 		CoveredAfter: map[string]time.Duration{}}
 	seen := map[int]bool{}
