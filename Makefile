@@ -314,7 +314,7 @@ bench: build envtest-bins ## One table of every hermetic figure (not in make tes
 	$(BIN)/gauntlet bench table --out $$dir --commit $$(git rev-parse --short HEAD) $$dir/unit.txt $$dir/sim.txt --figures $$dir/scale.json --figures $$dir/explore/figures.json; \
 	cat $$dir/BENCHMARKS.md; \
 	echo "compare with the committed table: $(BIN)/gauntlet bench compare docs/BENCHMARKS.md $$dir"; \
-	echo "make it the committed table: cp $$dir/BENCHMARKS.md $$dir/benchmarks.json docs/"
+	echo "make it the committed table: cp $$dir/benchmarks.json docs/, and put $$dir/BENCHMARKS.md's table in place of the one at the top of docs/BENCHMARKS.md (the sections below it are kept by hand)"
 
 ##@ Images (need a Docker engine; ci/docker-engine.sh starts one on a bare machine)
 
