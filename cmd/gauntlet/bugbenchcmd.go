@@ -163,7 +163,6 @@ func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
 	if err != nil {
 		return usagef("--rejudge: %v", err)
 	}
-	var earlier func(bugbench.Campaign) (map[string][]string, error)
 	if f.file != "" {
 		r, err := f.runner(dir)
 		if err != nil {
@@ -172,9 +171,8 @@ func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
 		if err := r.Update(cmd.Context(), res); err != nil {
 			return err
 		}
-		earlier = r.Earlier(cmd.Context())
 	}
-	if err := bugbench.Rejudge(res, earlier); err != nil {
+	if err := bugbench.Rejudge(res); err != nil {
 		return err
 	}
 	if err := res.Write(dir); err != nil {

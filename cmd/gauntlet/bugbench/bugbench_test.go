@@ -288,7 +288,7 @@ func TestAFixWrittenSinceIsReplayedOnTheRecordedFindings(t *testing.T) {
 	if err := r.Update(t.Context(), res); err != nil {
 		t.Fatal(err)
 	}
-	if err := Rejudge(res, nil); err != nil {
+	if err := Rejudge(res); err != nil {
 		t.Fatal(err)
 	}
 	patched := Tree{Operator: "o/p", Commit: c1, Patch: fixPatch}.Key()
@@ -318,7 +318,7 @@ func judgedAgain(t *testing.T, out string, res *Result) {
 		}
 	}
 	again.Totals = Totals{}
-	if err := Rejudge(again, nil); err != nil {
+	if err := Rejudge(again); err != nil {
 		t.Fatal(err)
 	}
 	if again.Totals != res.Totals {

@@ -11,25 +11,6 @@ import (
 // The operators' history: which fix came after which, and which sources
 // bring their own manifests.
 
-// Earlier gives a recorded campaign its fixes' ancestors, from the
-// runner's file and sources (Rejudge).
-func (r *Runner) Earlier(ctx context.Context) func(Campaign) (map[string][]string, error) {
-	return func(c Campaign) (map[string][]string, error) {
-		var group []Bug
-		for _, id := range c.Bugs {
-			bugs, err := r.File.Select([]string{id})
-			if err != nil {
-				return nil, err
-			}
-			group = append(group, bugs...)
-		}
-		if len(group) == 0 || r.File.Bench(group[0]) == nil {
-			return nil, nil
-		}
-		return r.earlierFixes(ctx, group, r.File.Bench(group[0]))
-	}
-}
-
 // earlierFixes maps each fix commit of the group to the group's other
 // fix commits that are its ancestors in the repository. A fix patch is
 // on no commit's line: none is earlier or later than it.

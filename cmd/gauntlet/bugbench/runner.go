@@ -184,17 +184,25 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 // replay runs a finding's scenario file on the buggy source and on each
 // fix of the group's bugs.
 func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
-	out := Finding{Finding: f, OnFixes: map[string]Replay{}}
-	buggy := group[0].Buggy()
-	out.OnBuggy = r.replayOn(ctx, buggy, b, opFile, f)
+	out := Finding{Finding: f}
+	out.OnBuggy = r.replayOn(ctx, group[0].Buggy(), b, opFile, f)
+	r.replayOnFixes(ctx, group, b, opFile, &out)
+	return out
+}
+
+// replayOnFixes runs the finding's scenario file on each fix of the
+// group's bugs it has not run on yet.
+func (r *Runner) replayOnFixes(ctx context.Context, group []Bug, b *Bench, opFile string, f *Finding) {
 	for _, bug := range group {
 		fix, ok := bug.Fixed()
-		if _, done := out.OnFixes[fix.Key()]; !ok || done {
+		if _, done := f.OnFixes[fix.Key()]; !ok || done {
 			continue
 		}
-		out.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f)
+		if f.OnFixes == nil {
+			f.OnFixes = map[string]Replay{}
+		}
+		f.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f.Finding)
 	}
-	return out
 }
 
 func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, f report.Finding) Replay {
@@ -293,9 +301,9 @@ func Layer(action string) string {
 
 // Rejudge judges a recorded run's replays again, from their reports, and
 // recomputes every verdict and total: a run made before the judgement
-// changed needs no campaign run again. earlier, when set, gives a
-// campaign recorded without them its fixes' ancestors.
-func Rejudge(res *Result, earlier func(Campaign) (map[string][]string, error)) error {
+// changed needs no campaign run again (Runner.Update first brings it up
+// to a benchmark file: its fixes, their replays and ancestry).
+func Rejudge(res *Result) error {
 	bugs := map[string]Bug{}
 	for _, b := range res.Bugs {
 		bugs[b.Bug.ID] = b.Bug
@@ -316,12 +324,6 @@ func Rejudge(res *Result, earlier func(Campaign) (map[string][]string, error)) e
 				if f.OnFixes[k], err = rejudge(r, f.Finding); err != nil {
 					return err
 				}
-			}
-		}
-		if earlier != nil && c.Earlier == nil {
-			var err error
-			if c.Earlier, err = earlier(*c); err != nil {
-				return err
 			}
 		}
 		var group []Bug
@@ -400,18 +402,8 @@ func (r *Runner) Update(ctx context.Context, res *Result) error {
 		}
 		for fi := range c.Findings {
 			f := &c.Findings[fi]
-			if f.SameCauseAs != "" || f.OnBuggy.Verdict != Fails {
-				continue
-			}
-			for _, bug := range group {
-				fix, ok := bug.Fixed()
-				if _, done := f.OnFixes[fix.Key()]; !ok || done {
-					continue
-				}
-				if f.OnFixes == nil {
-					f.OnFixes = map[string]Replay{}
-				}
-				f.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f.Finding)
+			if f.SameCauseAs == "" && f.OnBuggy.Verdict == Fails {
+				r.replayOnFixes(ctx, group, b, opFile, f)
 			}
 		}
 		if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
