@@ -47,6 +47,7 @@ type hermetic struct {
 	proxy   *apiproxy.Proxy
 	op      *process
 	metrics string // the operator's metrics address, host:port
+	work    string // the process's folder: kubeconfig, binary, log; removed at teardown
 	logPath string
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -193,6 +194,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	if err != nil {
 		return err
 	}
+	h.work = work
 	kubeconfig := filepath.Join(work, "kubeconfig")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: h.proxy.URL(), CertificateAuthorityData: h.proxy.CAData()}
@@ -236,7 +238,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	e.view = &viewAccess{proxy: h.proxy,
 		kill:   func(context.Context) error { return h.op.kill() },
 		target: func(context.Context) (Pods, error) { return h.target(), nil }}
-	e.logf("operator process %d started (%s, log %s); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
+	e.logf("operator process %d started (%s, log %s, copied into a failed scenario's bundle); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
 	if err := h.op.running(ctx, processStartsWithin); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(h.logPath, 20))
 	}
@@ -302,7 +304,17 @@ func (h *hermetic) teardown() error {
 	if h.proxy != nil {
 		_ = h.proxy.Close()
 	}
-	return h.env.Stop()
+	// A failed scenario's bundle already holds the log (copyLog); the
+	// binary is some hundred megabytes a run, which a campaign's dozens of
+	// runs would leave behind.
+	var errs []error
+	if h.work != "" {
+		errs = append(errs, os.RemoveAll(h.work))
+	}
+	if h.env != nil {
+		errs = append(errs, h.env.Stop())
+	}
+	return errors.Join(errs...)
 }
 
 // tail is the last n lines of a file, for an error message.
