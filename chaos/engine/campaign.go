@@ -175,12 +175,24 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 		res.Unjudged = what
 	}
 	c.e.logf("%s (%s): %s", name, res.Description, what)
-	if oracle != "" {
-		f := c.finding(ctx, name, seq, fault, oracle, what)
-		f.Where = whereBroken(res)
-		f.After, f.Run = time.Since(start), x.Runs
-		x.Findings = append(x.Findings, f)
+	if oracle == "" {
+		return res
 	}
+	run := report.Finding{Oracle: oracle, Where: whereBroken(res), Shrunk: stepList(seq)}
+	if fault != nil {
+		run.FaultAction = fault.Action
+	}
+	for i := range x.Findings {
+		if f := &x.Findings[i]; report.SameCause(*f, run) {
+			f.Again = append(f.Again, name)
+			c.e.logf("%s: the cause of %s again (%q), counted there, not shrunk", name, f.Scenario, oracle)
+			return res
+		}
+	}
+	f := c.finding(ctx, name, seq, fault, oracle, what)
+	f.Where = run.Where
+	f.After, f.Run = time.Since(start), x.Runs
+	x.Findings = append(x.Findings, f)
 	return res
 }
 

@@ -84,6 +84,10 @@ type Finding struct {
 	// oracle looks for in the conditions (engine.Oracle).
 	Fields []string `json:"fields,omitempty"`
 	File   string   `json:"file"`
+	// Again are the later runs that broke the same oracle in the same
+	// place (SameCause), counted here rather than shrunk into findings
+	// of their own, so one bug seen often does not spend the budget.
+	Again []string `json:"again,omitempty"`
 }
 
 // Save writes dir/explore.json.
@@ -147,6 +151,9 @@ func (x *Campaign) Summary(operatorFile string, all bool) string {
 		fmt.Fprintf(&b, "- steps: %s; shrunk to: %s\n", strings.Join(f.Steps, ", then "), strings.Join(f.Shrunk, ", then "))
 		if f.Fault != "" {
 			fmt.Fprintf(&b, "- under the fault: %s\n", f.Fault)
+		}
+		if len(f.Again) > 0 {
+			fmt.Fprintf(&b, "- the same cause again in %s (not shrunk)\n", strings.Join(f.Again, ", "))
 		}
 		where := "--envtest "
 		if x.OnCluster {

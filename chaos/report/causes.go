@@ -45,6 +45,27 @@ func place(f Finding) string {
 	return field
 }
 
+// SameCause says whether a run that broke an oracle, described as run
+// (its oracle, the place its end state first differed if any, its steps
+// and its fault's action), has f's cause: the same oracle in the same
+// place, under no fault or f's own. With no place to compare, the place
+// is the family of a field the run set that f's shrunk steps set too.
+func SameCause(f, run Finding) bool {
+	if f.Oracle != run.Oracle || (f.FaultAction != "" && f.FaultAction != run.FaultAction) {
+		return false
+	}
+	if f.Where != "" || run.Where != "" {
+		return f.Where != "" && run.Where != "" && place(f) == place(run)
+	}
+	want := place(f)
+	for _, s := range run.Shrunk {
+		if place(Finding{Shrunk: []string{s}}) == want {
+			return true
+		}
+	}
+	return false
+}
+
 // GroupFindings sorts the findings into causes: one per oracle and place,
 // in the order their first finding was found.
 func GroupFindings(findings []Finding) []Cause {

@@ -52,3 +52,34 @@ func TestSummaryReplaysWhereTheCampaignRan(t *testing.T) {
 		t.Errorf("the replay line lacks the campaign's variables:\n%s", got)
 	}
 }
+
+// A run that breaks an oracle is a finding's cause again when the oracle
+// and the place agree, and its fault is the finding's or the finding
+// needed none.
+func TestSameCause(t *testing.T) {
+	diff, errs := "differential: end state equals a fresh resource's with the same spec", "operator: reconcile errors once converged"
+	pvc := Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Shrunk: []string{"spec.pod.securityContext.seccompProfile.type=RuntimeDefault"}}
+	loop := Finding{Oracle: errs, Shrunk: []string{"spec.redisLeader.readinessProbe.successThreshold=3 (in a new spec.redisLeader)"}}
+	stale := Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template", FaultAction: "stale-view"}
+	for _, tc := range []struct {
+		name string
+		f    Finding
+		run  Finding
+		want bool
+	}{
+		{"same oracle and object, other fields", pvc, Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Shrunk: []string{"spec.pod.x=1"}}, true},
+		{"same object, deeper path", pvc, Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0.spec.resources"}, false},
+		{"another oracle", pvc, Finding{Oracle: "settles", Where: "PersistentVolumeClaim/data-zk-0"}, false},
+		{"a place against none", pvc, Finding{Oracle: diff, Shrunk: []string{"spec.pod.x=1"}}, false},
+		{"no place, a step in the same family", loop, Finding{Oracle: errs, Shrunk: []string{"spec.size=2", "spec.redisLeader.livenessProbe.periodSeconds=5"}}, true},
+		{"no place, no step in the family", loop, Finding{Oracle: errs, Shrunk: []string{"spec.redisFollower.replicas=2"}}, false},
+		{"the finding's fault", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template.spec", FaultAction: "stale-view"}, true},
+		{"another fault", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template", FaultAction: "pod-kill"}, false},
+		{"no fault where the finding needs one", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template"}, false},
+		{"a fault where the finding needs none", pvc, Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", FaultAction: "pod-kill"}, true},
+	} {
+		if got := SameCause(tc.f, tc.run); got != tc.want {
+			t.Errorf("%s: SameCause = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

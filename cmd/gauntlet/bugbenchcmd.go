@@ -60,7 +60,7 @@ is not found again.`,
 	fs.Uint64Var(&f.o.Seed, "seed", 1, "seed of every campaign and replay")
 	fs.DurationVar(&f.o.Budget, "budget", 30*time.Minute, "campaign time for each buggy source")
 	fs.IntVar(&f.o.Sequences, "sequences", 8, "multi-step sequences a campaign tries after every single step")
-	fs.IntVar(&f.o.MaxFindings, "max-findings", 3, "end a campaign after so many findings (0: at its budget)")
+	fs.IntVar(&f.o.MaxFindings, "max-findings", 0, "end a campaign after so many findings, each a cause of its own (0: at its budget)")
 	fs.BoolVar(&f.o.Kind, "kind", false, "campaigns and replays on kind clusters the harness makes, instead of envtest")
 	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
 	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; with -f, the bugs as the file states them now, each finding replayed on the fixes added since (no campaign runs again)")
