@@ -8,6 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
@@ -204,7 +205,7 @@ func everCEL(tl *Timeline, p program, want bool, from, to time.Time) bool {
 // good (a pod replaced under the same name counts once its replacement
 // is), read from the observer's pod events: a pod that was ready at the
 // heal and stayed so counts from the heal.
-func recoveredAt(events []report.PodEvent, targets []Pods, healed time.Time) (time.Time, bool) {
+func recoveredAt(events []report.PodEvent, targets []chaosmesh.Pods, healed time.Time) (time.Time, bool) {
 	at := healed
 	for _, t := range targets {
 		for _, name := range t.Names {

@@ -2,18 +2,11 @@
 // it deploys the operator an Operator file describes, installs Chaos Mesh,
 // and for each Scenario creates the resource under test in a namespace of
 // its own, waits until its converged expressions hold, runs the workload,
-// resolves the roles and injects the fault through Runner, takes the
-// actions, waits for convergence again and judges every assertion. It knows
-// no operator: everything it learns about one comes from the files.
-//
-// Below the files, an Experiment is a typed Chaos Mesh object (PodChaos or
-// NetworkChaos, from github.com/chaos-mesh/chaos-mesh/api) aimed at pods
-// resolved by role (the database leader, a minority of followers, the
-// operator pod), plus what it needs from the kernel. The Runner runs one
-// Trial: it injects the experiment, waits until Chaos Mesh reports every
-// target injected, observes, recovers, waits until every target is
-// recovered, checks that nothing is left behind, and hands the observations
-// to the judgement. What a run found is a report.Report (package report).
+// resolves the roles and injects the fault (package chaosmesh runs the
+// Chaos Mesh experiments), takes the actions, waits for convergence again
+// and judges every assertion. It knows no operator: everything it learns
+// about one comes from the files. What a run found is a report.Report
+// (package report).
 package engine
 
 import (
@@ -41,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -107,7 +101,7 @@ type Engine struct {
 	Client   client.Client
 	Dynamic  dynamic.Interface
 	Mapper   meta.ResettableRESTMapper
-	Runner   *Runner
+	Runner   *chaosmesh.Runner
 	operator *scenario.OperatorSpec
 	opVars   Vars
 	seq      int
@@ -204,7 +198,7 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	if err != nil {
 		return fail("Chaos Mesh", err)
 	}
-	e.Runner = &Runner{Config: e.Config, Client: e.Client, ChaosNamespace: inst.Namespace, Log: o.Log}
+	e.Runner = &chaosmesh.Runner{Config: e.Config, Client: e.Client, ChaosNamespace: inst.Namespace, Log: o.Log}
 	feats, err := e.Runner.Features(ctx)
 	if err != nil {
 		return fail("Chaos Mesh", fmt.Errorf("probing the node kernel: %w", err))
@@ -257,7 +251,7 @@ func (e *Engine) setupHermetic(ctx context.Context) (*Engine, error) {
 	if err := e.clients(); err != nil {
 		return nil, errors.Join(err, e.hermetic.teardown())
 	}
-	e.Runner = &Runner{Config: e.Config, Client: e.Client, Log: e.o.Log, noChaos: "envtest has no nodes and no Chaos Mesh: this fault needs a cluster (gauntlet run without --envtest)"}
+	e.Runner = &chaosmesh.Runner{Config: e.Config, Client: e.Client, Log: e.o.Log, Unavailable: "envtest has no nodes and no Chaos Mesh: this fault needs a cluster (gauntlet run without --envtest)"}
 	return e, nil
 }
 

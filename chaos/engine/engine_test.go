@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -42,11 +43,11 @@ func TestReadObjectsExpandsVariables(t *testing.T) {
 
 func TestNeeds(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(needs(scenario.ActionPartition)).To(Equal([]Feature{IPSet}))
-	g.Expect(needs(scenario.ActionDelay)).To(Equal([]Feature{Netem}))
+	g.Expect(needs(scenario.ActionPartition)).To(Equal([]chaosmesh.Feature{chaosmesh.IPSet}))
+	g.Expect(needs(scenario.ActionDelay)).To(Equal([]chaosmesh.Feature{chaosmesh.Netem}))
 	g.Expect(needs(scenario.ActionPodKill)).To(BeEmpty())
-	g.Expect(needs(scenario.ActionBandwidth)).To(Equal([]Feature{TBF}))
-	g.Expect(needs(scenario.ActionLoss)).To(Equal([]Feature{Netem}))
+	g.Expect(needs(scenario.ActionBandwidth)).To(Equal([]chaosmesh.Feature{chaosmesh.TBF}))
+	g.Expect(needs(scenario.ActionLoss)).To(Equal([]chaosmesh.Feature{chaosmesh.Netem}))
 }
 
 func TestRestarts(t *testing.T) {
@@ -180,11 +181,11 @@ func TestRoles(t *testing.T) {
 func TestBuildPartition(t *testing.T) {
 	g := NewWithT(t)
 	f := scenario.Fault{Action: scenario.ActionPartition}
-	target, peer := Pods{Namespace: "ns", Names: []string{"db-0"}}, Pods{Namespace: "ns", Names: []string{"db-1", "db-2"}}
+	target, peer := chaosmesh.Pods{Namespace: "ns", Names: []string{"db-0"}}, chaosmesh.Pods{Namespace: "ns", Names: []string{"db-1", "db-2"}}
 	exp, err := build("p", f, target, peer, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exp.Targets).To(HaveLen(2), "cut off from the peer's pods")
-	exp, err = build("p", f, target, Pods{}, []string{"10.96.0.1"})
+	exp, err = build("p", f, target, chaosmesh.Pods{}, []string{"10.96.0.1"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exp.Targets).To(HaveLen(1), "cut off from addresses: only the target is a pod")
 	_, err = build("p", scenario.Fault{Action: "explode"}, target, peer, nil)
@@ -239,7 +240,7 @@ func TestRecoveredAt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	healed := at(10)
-	targets := []Pods{{Namespace: "db", Names: []string{"db-0", "db-1"}}}
+	targets := []chaosmesh.Pods{{Namespace: "db", Names: []string{"db-0", "db-1"}}}
 	ev := func(s int, pod, what string) report.PodEvent {
 		return report.PodEvent{At: at(s), Pod: "db/" + pod, Event: what}
 	}
@@ -293,7 +294,7 @@ func TestOwnedRole(t *testing.T) {
 	r := &roles{e: e, namespace: "ns", defs: defs, rng: rand.New(rand.NewPCG(1, 2)), owner: resource}
 	got, err := r.pods(t.Context(), "owned")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal(Pods{Namespace: "ns", Names: []string{"db-0", "web-1-a", "web-1-b"}}))
+	g.Expect(got).To(Equal(chaosmesh.Pods{Namespace: "ns", Names: []string{"db-0", "web-1-a", "web-1-b"}}))
 	one, err := r.pods(t.Context(), "one")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(one.Names).To(HaveLen(1))

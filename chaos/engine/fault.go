@@ -18,14 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // needs are the kernel features an action relies on: those of the
 // experiment the builder makes for it (no pod needed to ask).
-func needs(action string) []Feature {
-	exp, err := build("needs", scenario.Fault{Action: action}, Pods{}, Pods{}, nil)
+func needs(action string) []chaosmesh.Feature {
+	exp, err := build("needs", scenario.Fault{Action: action}, chaosmesh.Pods{}, chaosmesh.Pods{}, nil)
 	if err != nil {
 		return nil
 	}
@@ -33,16 +34,16 @@ func needs(action string) []Feature {
 }
 
 // experiment builds the fault on the roles' pods as they are now.
-func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
+func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaosmesh.Experiment, error) {
 	if scenario.IsViewAction(f.Action) {
 		return r.viewExperiment(ctx, f)
 	}
 	if f.Action == scenario.ActionNone {
 		nothing := func(context.Context) error { return nil }
-		return &Experiment{Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "none", Inject: nothing, Recover: nothing}}, nil
+		return &chaosmesh.Experiment{Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "none", Inject: nothing, Recover: nothing}}, nil
 	}
 	if h := r.e.hermetic; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
-		return &Experiment{Targets: []Pods{h.target()}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
+		return &chaosmesh.Experiment{Targets: []chaosmesh.Pods{h.target()}, Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
 			Inject: func(context.Context) error { return h.op.kill() }, Recover: func(context.Context) error { return nil }}}, nil
 	}
 	roles := r.roles.snapshot()
@@ -51,7 +52,7 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, er
 	if err != nil {
 		return nil, err
 	}
-	var peer Pods
+	var peer chaosmesh.Pods
 	var addrs []string
 	if f.Action == scenario.ActionPartition {
 		if r.s.Spec.Roles[f.Peer].APIServer {
@@ -63,7 +64,7 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, er
 			return nil, err
 		}
 	}
-	var exp *Experiment
+	var exp *chaosmesh.Experiment
 	if f.Action == scenario.ActionNodeLoss {
 		exp, err = r.nodeLoss(ctx, target)
 	} else {
@@ -79,9 +80,9 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*Experiment, er
 // starts them again. Only the nodes of a kind cluster the harness made are
 // its to stop, and never a control plane (the API server would go too):
 // on the single-node cluster the scenario is skipped.
-func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
+func (r *run) nodeLoss(ctx context.Context, target chaosmesh.Pods) (*chaosmesh.Experiment, error) {
 	if r.e.Cluster == nil || r.e.Cluster.Existing {
-		return nil, Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
+		return nil, chaosmesh.Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
 	}
 	var nodes []string
 	for _, name := range target.Names {
@@ -94,16 +95,16 @@ func (r *run) nodeLoss(ctx context.Context, target Pods) (*Experiment, error) {
 			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
 		}
 		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
-			return nil, Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
+			return nil, chaosmesh.Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
 		}
 		if !slices.Contains(nodes, n.Name) {
 			nodes = append(nodes, n.Name)
 		}
 	}
 	cl := r.e.Cluster
-	return &Experiment{
-		Targets: []Pods{target},
-		Harness: &HarnessFault{
+	return &chaosmesh.Experiment{
+		Targets: []chaosmesh.Pods{target},
+		Harness: &chaosmesh.HarnessFault{
 			Name: r.s.Metadata.Name,
 			Kind: "Node/stop",
 			Inject: func(ctx context.Context) error {
@@ -132,25 +133,25 @@ const podFailureMax = 10 * time.Minute
 
 // build makes the experiment of a fault on resolved targets: a partition
 // cuts target off from peer's pods, or from addrs when they are given.
-func build(name string, f scenario.Fault, target, peer Pods, addrs []string) (*Experiment, error) {
+func build(name string, f scenario.Fault, target, peer chaosmesh.Pods, addrs []string) (*chaosmesh.Experiment, error) {
 	switch f.Action {
 	case scenario.ActionPodKill:
-		return PodKill(name, target), nil
+		return chaosmesh.PodKill(name, target), nil
 	case scenario.ActionContainerKill:
-		return ContainerKill(name, target, f.Container), nil
+		return chaosmesh.ContainerKill(name, target, f.Container), nil
 	case scenario.ActionPodFailure:
-		return PodFailure(name, target, podFailureMax), nil
+		return chaosmesh.PodFailure(name, target, podFailureMax), nil
 	case scenario.ActionBandwidth:
-		return Bandwidth(name, target, f.Rate), nil
+		return chaosmesh.Bandwidth(name, target, f.Rate), nil
 	case scenario.ActionDelay:
-		return Delay(name, target, f.Latency.Duration), nil
+		return chaosmesh.Delay(name, target, f.Latency.Duration), nil
 	case scenario.ActionLoss:
-		return Loss(name, target, f.LossPercent), nil
+		return chaosmesh.Loss(name, target, f.LossPercent), nil
 	case scenario.ActionPartition:
 		if addrs != nil {
-			return PartitionFrom(name, target, addrs...), nil
+			return chaosmesh.PartitionFrom(name, target, addrs...), nil
 		}
-		return Partition(name, target, peer), nil
+		return chaosmesh.Partition(name, target, peer), nil
 	}
 	return nil, fmt.Errorf("unknown action %q", f.Action)
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -237,7 +238,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	}
 	e.view = &viewAccess{proxy: h.proxy,
 		kill:   func(context.Context) error { return h.op.kill() },
-		target: func(context.Context) (Pods, error) { return h.target(), nil }}
+		target: func(context.Context) (chaosmesh.Pods, error) { return h.target(), nil }}
 	e.logf("operator process %d started (%s, log %s, copied into a failed scenario's bundle); its client goes through the API proxy at %s", h.op.pid(), args[0], h.logPath, h.proxy.URL())
 	if err := h.op.running(ctx, processStartsWithin); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(h.logPath, 20))
@@ -377,6 +378,6 @@ func injectedNote(s string) string {
 }
 
 // target is the operator's process, named as a fault's target.
-func (h *hermetic) target() Pods {
-	return Pods{Namespace: "host", Names: []string{fmt.Sprintf("operator-process-%d", h.op.pid())}}
+func (h *hermetic) target() chaosmesh.Pods {
+	return chaosmesh.Pods{Namespace: "host", Names: []string{fmt.Sprintf("operator-process-%d", h.op.pid())}}
 }

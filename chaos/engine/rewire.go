@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -186,12 +187,12 @@ func (e *Engine) killOperatorPods(ctx context.Context) error {
 }
 
 // operatorTarget names the operator's pods as a view fault's target.
-func (e *Engine) operatorTarget(ctx context.Context) (Pods, error) {
+func (e *Engine) operatorTarget(ctx context.Context) (chaosmesh.Pods, error) {
 	pods, err := e.operatorPods(ctx)
 	if err != nil {
-		return Pods{}, err
+		return chaosmesh.Pods{}, err
 	}
-	t := Pods{Namespace: e.operator.Namespace}
+	t := chaosmesh.Pods{Namespace: e.operator.Namespace}
 	for _, p := range pods {
 		t.Names = append(t.Names, p.Name)
 	}

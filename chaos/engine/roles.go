@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
@@ -33,7 +34,7 @@ type roles struct {
 }
 
 // pods resolves a role of pods on its own (see snapshot).
-func (r *roles) pods(ctx context.Context, name string) (Pods, error) {
+func (r *roles) pods(ctx context.Context, name string) (chaosmesh.Pods, error) {
 	return r.snapshot().pods(ctx, name)
 }
 
@@ -41,33 +42,33 @@ func (r *roles) pods(ctx context.Context, name string) (Pods, error) {
 // so that the leader a fault targets is the leader its peer excludes, even
 // when the role is a random pick.
 func (r *roles) snapshot() *resolution {
-	return &resolution{roles: r, memo: map[string]Pods{}}
+	return &resolution{roles: r, memo: map[string]chaosmesh.Pods{}}
 }
 
 type resolution struct {
 	*roles
-	memo map[string]Pods
+	memo map[string]chaosmesh.Pods
 }
 
 // pods resolves a role of pods: its namespace and pod names, sorted.
-func (r *resolution) pods(ctx context.Context, name string) (Pods, error) {
+func (r *resolution) pods(ctx context.Context, name string) (chaosmesh.Pods, error) {
 	if p, ok := r.memo[name]; ok {
-		return Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}, nil
+		return chaosmesh.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}, nil
 	}
 	p, err := r.resolve(ctx, name)
 	if err == nil {
-		r.memo[name] = Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}
+		r.memo[name] = chaosmesh.Pods{Namespace: p.Namespace, Names: slices.Clone(p.Names)}
 	}
 	return p, err
 }
 
-func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
+func (r *resolution) resolve(ctx context.Context, name string) (chaosmesh.Pods, error) {
 	def, ok := r.defs[name]
 	if !ok {
-		return Pods{}, fmt.Errorf("no role %q", name)
+		return chaosmesh.Pods{}, fmt.Errorf("no role %q", name)
 	}
 	if def.APIServer {
-		return Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
+		return chaosmesh.Pods{}, fmt.Errorf("role %q is the API server's addresses, not pods", name)
 	}
 	base, err := r.base(ctx, def)
 	if err != nil {
@@ -75,7 +76,7 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 	}
 	slices.Sort(base.Names)
 	whole := len(base.Names)
-	out := Pods{Namespace: base.Namespace, Names: slices.Clone(base.Names)}
+	out := chaosmesh.Pods{Namespace: base.Namespace, Names: slices.Clone(base.Names)}
 	if def.Probe != nil {
 		kept, err := r.probe(ctx, name, out, def.Probe)
 		if err != nil {
@@ -122,8 +123,8 @@ func (r *resolution) resolve(ctx context.Context, name string) (Pods, error) {
 // base is the pods a role starts from, before its probe, exclusions and
 // pick: the operator's running pods, the resource's namespace's by label or
 // ownership, or another role's.
-func (r *resolution) base(ctx context.Context, def scenario.Role) (Pods, error) {
-	var base Pods
+func (r *resolution) base(ctx context.Context, def scenario.Role) (chaosmesh.Pods, error) {
+	var base chaosmesh.Pods
 	switch {
 	case def.Operator:
 		pods, err := r.e.operatorPods(ctx)
@@ -141,7 +142,7 @@ func (r *resolution) base(ctx context.Context, def scenario.Role) (Pods, error) 
 		if err != nil {
 			return base, err
 		}
-		base = Pods{Namespace: r.namespace, Names: names}
+		base = chaosmesh.Pods{Namespace: r.namespace, Names: names}
 	case len(def.Pods) > 0:
 		list := &corev1.PodList{}
 		if err := r.e.Client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels(def.Pods)); err != nil {
@@ -179,7 +180,7 @@ func (r *resolution) podLabels(ctx context.Context) string {
 
 // probe keeps the pods whose answer contains what the probe expects,
 // asking until at least one does (a leader may be being elected).
-func (r *roles) probe(ctx context.Context, role string, pods Pods, p *scenario.Probe) ([]string, error) {
+func (r *roles) probe(ctx context.Context, role string, pods chaosmesh.Pods, p *scenario.Probe) ([]string, error) {
 	var kept []string
 	what := fmt.Sprintf("a pod of role %s whose :%d%s contains %q", role, p.Port, p.Path, p.Contains)
 	if p.Exec != nil {

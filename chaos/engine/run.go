@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -90,7 +91,7 @@ type run struct {
 	// fault spares" means the fault's own choice.
 	faultRoles *resolution
 	// targets are the pods the fault was aimed at.
-	targets []Pods
+	targets []chaosmesh.Pods
 	// twin runs the scenario with its view fault left out.
 	twin bool
 	// started is when the run began: the proxy's writes and actions are
@@ -267,10 +268,10 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
 	f := r.s.Spec.Fault
 	rng := rand.New(rand.NewPCG(seed, 1))
-	return r.e.Runner.Run(ctx, Trial{
+	return r.e.Runner.Run(ctx, chaosmesh.Trial{
 		Name: r.s.Metadata.Name,
 		Hold: f.Hold.Duration,
-		Fault: func(ctx context.Context, _ *rand.Rand) (*Experiment, error) {
+		Fault: func(ctx context.Context, _ *rand.Rand) (*chaosmesh.Experiment, error) {
 			// The before steps (the twin takes them too), then the
 			// fault on what they left.
 			if err := r.actions(ctx, "before", r.s.Spec.Before); err != nil {

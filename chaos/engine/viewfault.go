@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -14,7 +15,7 @@ import (
 // of the operator for the hold (or, for watch-close, streams ended at the
 // injection; for kill-after-write, a kill of the operator right after its
 // Nth matching write).
-func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment, error) {
+func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*chaosmesh.Experiment, error) {
 	h := r.e.view
 	if h == nil {
 		// Setup starts the proxy for every set with a view fault, and an
@@ -31,7 +32,7 @@ func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment
 	rule := r.viewRule(f)
 	if r.twin {
 		// The fault-free twin: the same timeline, the proxy untouched.
-		return &Experiment{Targets: []Pods{target}, Harness: &HarnessFault{Name: r.s.Metadata.Name, Kind: "APIProxy/none (fault-free twin)",
+		return &chaosmesh.Experiment{Targets: []chaosmesh.Pods{target}, Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "APIProxy/none (fault-free twin)",
 			Inject: func(ctx context.Context) error { return nil }, Recover: func(context.Context) error { return nil }}}, nil
 	}
 	kill := &killAfter{}
@@ -39,9 +40,9 @@ func (r *run) viewExperiment(ctx context.Context, f scenario.Fault) (*Experiment
 		rule.Then = func(req apiproxy.Request) { kill.fire(r, req) }
 	}
 	var id apiproxy.RuleID
-	return &Experiment{
-		Targets: []Pods{target},
-		Harness: &HarnessFault{
+	return &chaosmesh.Experiment{
+		Targets: []chaosmesh.Pods{target},
+		Harness: &chaosmesh.HarnessFault{
 			Name: r.s.Metadata.Name,
 			Kind: "APIProxy/" + f.Action,
 			Inject: func(ctx context.Context) error {
@@ -166,5 +167,5 @@ func (k *killAfter) check(after int) error {
 type viewAccess struct {
 	proxy  *apiproxy.Proxy
 	kill   func(ctx context.Context) error
-	target func(ctx context.Context) (Pods, error)
+	target func(ctx context.Context) (chaosmesh.Pods, error)
 }

@@ -1,4 +1,4 @@
-package engine
+package chaosmesh
 
 import (
 	"context"
@@ -58,10 +58,12 @@ type Runner struct {
 	// Log receives one line per step with its duration (default stderr).
 	Log io.Writer
 
+	// Unavailable, when set, is why no Chaos Mesh fault can run here
+	// (envtest): every experiment but the harness's own faults is skipped
+	// with it.
+	Unavailable string
+
 	features map[Feature]error
-	// noChaos, when set, is why no Chaos Mesh fault can run here (envtest):
-	// only the harness's own faults do.
-	noChaos string
 }
 
 func (r *Runner) defaults() {
@@ -170,9 +172,9 @@ func (r *Runner) resolve(ctx context.Context, s Trial, seed uint64, run *report.
 		run.Failf("resolving the fault's targets: %v", err)
 		return nil
 	}
-	if r.noChaos != "" && exp.Harness == nil {
-		run.Skipped = r.noChaos
-		r.logf("%s: skipped: %s", s.Name, r.noChaos)
+	if r.Unavailable != "" && exp.Harness == nil {
+		run.Skipped = r.Unavailable
+		r.logf("%s: skipped: %s", s.Name, r.Unavailable)
 		return nil
 	}
 	run.Experiment = exp.Kind()

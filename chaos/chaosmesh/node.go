@@ -1,4 +1,4 @@
-package engine
+package chaosmesh
 
 import (
 	"context"
@@ -53,8 +53,8 @@ func (r *Runner) Missing(ctx context.Context, needs []Feature) string {
 	if len(needs) == 0 {
 		return ""
 	}
-	if r.noChaos != "" {
-		return r.noChaos
+	if r.Unavailable != "" {
+		return r.Unavailable
 	}
 	fs, err := r.Features(ctx)
 	if err != nil {
@@ -63,7 +63,7 @@ func (r *Runner) Missing(ctx context.Context, needs []Feature) string {
 	var missing []string
 	for _, f := range needs {
 		if err := fs[f]; err != nil {
-			missing = append(missing, fmt.Sprintf("the node kernel lacks %s (%s)", f, lastLine(err.Error(), 0)))
+			missing = append(missing, fmt.Sprintf("the node kernel lacks %s (%s)", f, probeAnswer(err)))
 		}
 	}
 	return strings.Join(missing, "; ")
@@ -133,4 +133,11 @@ nsenter -t "$pid" -n ipset list -n | sed 's/^/ipset /'`
 	}
 	slices.Sort(leftovers)
 	return leftovers, active, nil
+}
+
+// probeAnswer is the last line of a failed probe's output: the kernel's
+// own words, without the shell's preamble.
+func probeAnswer(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
