@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/endstate"
 )
 
 // childResources are the kinds an operator's children are looked for in,
@@ -247,72 +247,17 @@ func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check
 // path, the children a has and b lacks (missing), those only b has
 // (leaked), and each child's fields.
 func differences(a, b *endState) []report.Difference {
-	out := diffValues("status", a.Status, b.Status)
-	for _, k := range slices.Sorted(maps.Keys(a.Children)) {
-		if _, ok := b.Children[k]; !ok {
-			out = append(out, report.Difference{Path: k, Twin: "present", Faulted: "missing"})
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(b.Children)) {
-		ac, ok := a.Children[k]
-		if !ok {
-			out = append(out, report.Difference{Path: k, Twin: "absent", Faulted: "present (leaked)"})
-			continue
-		}
-		out = append(out, diffValues(k, ac, b.Children[k])...)
+	diffs := endstate.Values("status", a.Status, b.Status)
+	diffs = append(diffs, endstate.Objects(a.Children, b.Children)...)
+	out := make([]report.Difference, len(diffs))
+	for i, d := range diffs {
+		out[i] = report.Difference{Path: d.Path, Twin: d.A, Faulted: d.B}
 	}
 	return out
 }
 
-// diffValues lists where two JSON-like values differ, by path.
-func diffValues(path string, a, b any) []report.Difference {
-	if reflect.DeepEqual(a, b) {
-		return nil
-	}
-	if al, ok := a.([]any); ok {
-		if bl, ok := b.([]any); ok && len(al) == len(bl) {
-			var out []report.Difference
-			for i := range al {
-				out = append(out, diffValues(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i])...)
-			}
-			return out
-		}
-	}
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-	if !aok || !bok {
-		return []report.Difference{{Path: path, Twin: show(a), Faulted: show(b)}}
-	}
-	keys := map[string]bool{}
-	for k := range am {
-		keys[k] = true
-	}
-	for k := range bm {
-		keys[k] = true
-	}
-	var out []report.Difference
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		out = append(out, diffValues(path+"."+k, am[k], bm[k])...)
-	}
-	return out
-}
-
-func show(v any) string {
-	if v == nil {
-		return "absent"
-	}
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	s := strings.TrimSpace(buf.String())
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
+// show is a value in a few words, as the end-state comparison shows one.
+func show(v any) string { return endstate.Show(reflect.ValueOf(v)) }
 
 // leftAfterDeletion checks, once the resource is gone, that its namespace
 // holds none of the objects an operator makes (Pods and claims aside: the

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/gauntlet-dev/gauntlet/framework/endstate"
 )
 
 // endState renders every object, normalised (volatile fields out, keyed
@@ -99,9 +101,13 @@ func runDifferential(ctx context.Context, t Target, s Schedule, o Options, cache
 		res.Trace = base.Trace
 		return res, nil
 	}
-	if diff := cmp.Diff(base.End, res.End); diff != "" {
+	if diffs := endstate.Objects(base.End, res.End); len(diffs) > 0 {
+		var b strings.Builder
+		for _, d := range diffs {
+			fmt.Fprintf(&b, "\n  %s: %s without faults, %s with them", d.Path, d.A, d.B)
+		}
 		res.Violation = &Violation{Invariant: "same end state as the fault-free run", Kind: "differential", Step: -1,
-			Err: fmt.Errorf("end states differ (-without faults +with faults):\n%s", diff)}
+			Err: fmt.Errorf("end states differ in %d places:%s", len(diffs), b.String())}
 	}
 	return res, nil
 }
