@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -32,10 +30,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -103,7 +101,7 @@ type Engine struct {
 	Mapper   meta.ResettableRESTMapper
 	Runner   *chaosmesh.Runner
 	operator *scenario.OperatorSpec
-	opVars   Vars
+	opVars   render.Vars
 	seq      int
 	scheme   *runtime.Scheme
 	// hermetic is set on envtest.
@@ -141,7 +139,7 @@ func Setup(ctx context.Context, o Options) (*Engine, error) {
 	spec := o.Set.Operator.Spec
 	spec.Args = append(append([]string(nil), spec.Args...), o.OperatorArgs...)
 	e := &Engine{o: o, operator: &spec}
-	e.opVars = Vars{Overrides: o.Overrides, Defaults: e.operator.Variables}
+	e.opVars = render.Vars{Overrides: o.Overrides, Defaults: e.operator.Variables}
 	e.scheme = runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(e.scheme), chaosv1alpha1.AddToScheme(e.scheme)); err != nil {
 		return nil, err
@@ -380,45 +378,7 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 
 // renderOperator reads the operator's manifests, variables expanded.
 func (e *Engine) renderOperator() ([]*unstructured.Unstructured, error) {
-	return renderOperator(e.o.Set.OperatorFile, e.operator, e.opVars)
-}
-
-// renderOperator renders an Operator file's kustomization or manifests,
-// variables expanded.
-func renderOperator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructured.Unstructured, error) {
-	dir := filepath.Dir(file)
-	for _, p := range append([]string{op.Kustomize}, op.Manifests...) {
-		for _, m := range variableUse.FindAllStringSubmatch(p, -1) {
-			if v, _ := vars.Value(m[1]); v == "" {
-				return nil, fmt.Errorf("%s: ${%s} is empty: give it with --set %s=... or the environment", p, m[1], m[1])
-			}
-		}
-	}
-	var objs []*unstructured.Unstructured
-	var err error
-	if op.Kustomize != "" {
-		objs, err = cluster.RenderKustomization(operatorPath(dir, op.Kustomize, vars))
-	} else {
-		for _, m := range op.Manifests {
-			more, rerr := readObjects(operatorPath(dir, m, vars), vars)
-			objs, err = append(objs, more...), errors.Join(err, rerr)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
-	}
-	return expandObjects(objs, vars)
-}
-
-// operatorPath is a path of the Operator file's kustomize or manifests,
-// variables expanded (so that it can name a checkout the user points at
-// with --set): an absolute path as it is, a relative one from dir.
-func operatorPath(dir, p string, vars Vars) string {
-	p = vars.Expand(p)
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(dir, p)
+	return render.Operator(e.o.Set.OperatorFile, e.operator, e.opVars)
 }
 
 // operatorPods are the running operator pods.
@@ -432,45 +392,6 @@ func (e *Engine) operatorPods(ctx context.Context) ([]corev1.Pod, error) {
 		if p.DeletionTimestamp.IsZero() {
 			out = append(out, p)
 		}
-	}
-	return out, nil
-}
-
-// readObjects reads the objects of a YAML file, variables expanded.
-func readObjects(path string, vars Vars) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(vars.Expand(string(b))), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-}
-
-// expandObjects expands variables in every string of the objects.
-func expandObjects(objs []*unstructured.Unstructured, vars Vars) ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		b, err := sigsyaml.Marshal(o.Object)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := sigsyaml.Unmarshal([]byte(vars.Expand(string(b))), &u.Object); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
 	}
 	return out, nil
 }

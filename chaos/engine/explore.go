@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -228,8 +229,8 @@ func (e *Engine) baseScenario(name string) (*scenario.Scenario, error) {
 
 // baseObject is the base scenario's resource, variables expanded.
 func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, error) {
-	objs, err := readObjects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
-		Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
+	objs, err := render.Objects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
+		render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
 	if err != nil {
 		return nil, err
 	}

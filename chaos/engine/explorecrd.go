@@ -16,6 +16,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -81,7 +82,7 @@ func (e *Engine) servedVersions(ctx context.Context, obj *unstructured.Unstructu
 // version admits and another refuses (a version skew: an object one
 // version takes that the other cannot hold).
 func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *unstructured.Unstructured, steps []explore.Step, versions []servedVersion, x *report.Campaign) ([]explore.Step, error) {
-	r := &run{e: e, s: base, vars: Vars{Overrides: e.o.Overrides, Defaults: base.Spec.Variables}}
+	r := &run{e: e, s: base, vars: render.Vars{Overrides: e.o.Overrides, Defaults: base.Spec.Variables}}
 	if err := r.create(ctx); err != nil {
 		return nil, fmt.Errorf("the starting resource (%s), which the campaign's every step patches: %w", base.Spec.Resource.Manifest, err)
 	}

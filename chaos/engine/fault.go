@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
@@ -258,7 +259,7 @@ func (r *run) recreate(ctx context.Context) error {
 		}
 	}
 	start := time.Now()
-	objs, err := readObjects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	objs, err := render.Objects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
 	if err != nil {
 		return err
 	}

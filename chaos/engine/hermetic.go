@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -231,7 +231,7 @@ func (e *Engine) startProcess(ctx context.Context, pr *scenario.Process, token s
 	for k, v := range pr.Env {
 		env = append(env, k+"="+vars.Expand(v))
 	}
-	h.op = &process{name: resolveProgram(args[0], dir), args: args[1:], env: env, dir: work, logs: logs, logf: e.logf}
+	h.op = &process{name: render.Program(args[0], dir), args: args[1:], env: env, dir: work, logs: logs, logf: e.logf}
 	h.metrics = metrics
 	if err := h.op.start(); err != nil {
 		return err
@@ -332,24 +332,8 @@ func tail(path string, n int) string {
 }
 
 // build runs the Operator file's build command in its folder.
-func (e *Engine) build(ctx context.Context, argv []string, dir string, vars Vars) error {
-	return buildProcess(ctx, argv, dir, vars, nil, e.logf)
-}
-
-// buildProcess runs an Operator file's spec.process.build in dir, with
-// env added to this process's environment.
-func buildProcess(ctx context.Context, argv []string, dir string, vars Vars, env []string, logf func(string, ...any)) error {
-	start := time.Now()
-	args := vars.ExpandAll(argv)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("building the operator (%s in %s): %w\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	logf("built the operator (%s) in %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
-	return nil
+func (e *Engine) build(ctx context.Context, argv []string, dir string, vars render.Vars) error {
+	return render.Build(ctx, argv, dir, vars, nil, e.logf)
 }
 
 // copyLog puts the operator process's log and every request the proxy

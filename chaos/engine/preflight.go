@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
@@ -26,7 +27,7 @@ import (
 func Preflight(set *scenario.Set, overrides map[string]string) error {
 	op := set.Operator.Spec
 	file := set.OperatorFile
-	objs, err := renderOperator(file, &op, Vars{Overrides: overrides, Defaults: op.Variables})
+	objs, err := render.Operator(file, &op, render.Vars{Overrides: overrides, Defaults: op.Variables})
 	if err != nil {
 		field := "spec.manifests"
 		if op.Kustomize != "" {
@@ -103,7 +104,7 @@ func crdsOf(objs []*unstructured.Unstructured) []*apiextensionsv1.CustomResource
 // the schema of the CRD that serves it, when the operator's manifests hold
 // that CRD (an operator may rely on one installed otherwise).
 func schemaMistakes(file string, s *scenario.Scenario, crds []*apiextensionsv1.CustomResourceDefinition, overrides map[string]string) scenario.Errors {
-	objs, err := readObjects(filepath.Join(filepath.Dir(file), s.Spec.Resource.Manifest), Vars{Overrides: overrides, Defaults: s.Spec.Variables})
+	objs, err := render.Objects(filepath.Join(filepath.Dir(file), s.Spec.Resource.Manifest), render.Vars{Overrides: overrides, Defaults: s.Spec.Variables})
 	if err != nil || len(objs) != 1 {
 		return nil // the file check reports an unreadable manifest
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,14 +30,6 @@ type process struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	done     chan struct{}
-}
-
-// resolveProgram makes a program path with a slash relative to dir.
-func resolveProgram(prog, dir string) string {
-	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
-		return filepath.Join(dir, prog)
-	}
-	return prog
 }
 
 // start launches the process and the loop that restarts it.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
@@ -81,7 +82,7 @@ func write(rep *report.Report, dir string) error {
 type run struct {
 	e     *Engine
 	s     *scenario.Scenario
-	vars  Vars
+	vars  render.Vars
 	ns    string
 	gvr   schema.GroupVersionResource
 	obj   *unstructured.Unstructured
@@ -168,7 +169,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, twin bool) (*report.Result, *endState) {
 	start := time.Now()
 	name := s.Metadata.Name
-	r := &run{e: e, s: s, twin: twin, started: start, vars: Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
+	r := &run{e: e, s: s, twin: twin, started: start, vars: render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
 		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Description: s.Metadata.Description, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
@@ -326,7 +327,7 @@ func (r *run) create(ctx context.Context) error {
 			return err
 		}
 	}
-	objs, err := readObjects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	objs, err := render.Objects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,3 @@
-// Package shard runs a `gauntlet explore` campaign as shards of an
-// Indexed Job on an existing cluster: Kubernetes schedules the shards,
-// each runs its share of the campaign's plan on its own envtest inside
-// its pod and publishes what it found as a ConfigMap, and the results
-// merge into one report.
 package shard
 
 import (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
@@ -318,7 +319,7 @@ func imageTargets(f *runFlags) []string {
 			targets = append(targets, t)
 		}
 	}
-	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
+	vars := render.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
 	for _, img := range f.loaded.Operator.Spec.Images {
 		name := vars.Expand(img.Name)
 		for _, ct := range checkoutTargets {
@@ -347,7 +348,7 @@ func (f *runFlags) runImages() []string {
 	if f.usesRelay() || (f.kubeconfig != "" && f.proxyAddress == "" && (f.proxy || f.loaded.HasViewFaults())) {
 		images = append(images, f.relayImage)
 	}
-	vars := engine.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
+	vars := render.Vars{Overrides: f.overrides, Defaults: f.loaded.Operator.Spec.Variables}
 	for _, img := range f.loaded.Operator.Spec.Images {
 		images = append(images, vars.Expand(img.Name))
 	}

@@ -24,7 +24,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/shard"
@@ -156,7 +155,7 @@ func (f *exploreFlags) shardImage(ctx context.Context, prog *progress, assets st
 	for k, v := range f.set {
 		overrides[k] = v
 	}
-	if err := engine.WriteShardBundle(ctx, engine.ShardBundleOptions{Set: f.loaded, Overrides: overrides,
+	if err := shard.WriteBundle(ctx, shard.BundleOptions{Set: f.loaded, Overrides: overrides,
 		Gauntlet: self, Assets: assets, Dir: dir, Logf: prog.Printf}); err != nil {
 		return "", fmt.Errorf("the shard bundle: %w", err)
 	}
@@ -208,7 +207,7 @@ func (f *exploreFlags) shardCluster(ctx context.Context, prog *progress, image s
 // shardArgs are the campaign's flags as each shard takes them.
 func (f *exploreFlags) shardArgs() []string {
 	o := f.o
-	args := []string{"-f", engine.BundleRoot + "/" + engine.BundleScenarios, "--envtest-assets", engine.BundleRoot + "/" + engine.BundleEnvtest,
+	args := []string{"-f", shard.BundleRoot + "/" + shard.BundleScenarios, "--envtest-assets", shard.BundleRoot + "/" + shard.BundleEnvtest,
 		"--seed", strconv.FormatUint(o.Seed, 10), "--sequences", strconv.Itoa(o.Sequences), "--max-steps", strconv.Itoa(o.MaxSteps),
 		"--budget", o.Budget.String(), "--max-findings", strconv.Itoa(o.MaxFindings)}
 	if o.Base != "" {

@@ -1,4 +1,4 @@
-package engine
+package shard
 
 import (
 	"os"
@@ -11,9 +11,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
-// TestWriteShardBundle bundles the Memcached example with a prebuilt
+// TestWriteBundle bundles the Memcached example with a prebuilt
 // binary in place of its build, and loads the bundle's files back.
-func TestWriteShardBundle(t *testing.T) {
+func TestWriteBundle(t *testing.T) {
 	set, err := scenario.LoadPaths(framework.CRDPath("../suites/examples/memcached/scenarios"))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestWriteShardBundle(t *testing.T) {
 		Command: []string{filepath.Join(tmp, "op"), "--image=${MEMCACHED_IMAGE}", "--self=${GAUNTLET_PROCESS_BINARY}"},
 	}
 	dir := filepath.Join(tmp, "bundle")
-	err = WriteShardBundle(t.Context(), ShardBundleOptions{Set: set, Overrides: map[string]string{"MEMCACHED_IMAGE": "mirror/memcached:1"},
+	err = WriteBundle(t.Context(), BundleOptions{Set: set, Overrides: map[string]string{"MEMCACHED_IMAGE": "mirror/memcached:1"},
 		Gauntlet: filepath.Join(tmp, "gauntlet"), Assets: filepath.Join(tmp, "k8s"), Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestWriteShardBundle(t *testing.T) {
 	}
 }
 
-func TestWriteShardBundleRefusesAProgramFromPath(t *testing.T) {
+func TestWriteBundleRefusesAProgramFromPath(t *testing.T) {
 	set, err := scenario.LoadPaths(framework.CRDPath("../suites/examples/memcached/scenarios"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestWriteShardBundleRefusesAProgramFromPath(t *testing.T) {
 		_ = os.MkdirAll(filepath.Dir(filepath.Join(tmp, f)), 0o755)
 		_ = os.WriteFile(filepath.Join(tmp, f), nil, 0o755)
 	}
-	err = WriteShardBundle(t.Context(), ShardBundleOptions{Set: set, Gauntlet: filepath.Join(tmp, "gauntlet"),
+	err = WriteBundle(t.Context(), BundleOptions{Set: set, Gauntlet: filepath.Join(tmp, "gauntlet"),
 		Assets: filepath.Join(tmp, "k8s"), Dir: filepath.Join(tmp, "b")})
 	if err == nil || !strings.Contains(err.Error(), "from PATH") {
 		t.Errorf("error %v, want one saying the image has no PATH to find python3 on", err)

@@ -1,4 +1,4 @@
-package engine
+package shard
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -28,8 +29,8 @@ const (
 	bundleManifests = "operator-manifests.yaml"
 )
 
-// ShardBundleOptions say what goes into a shard bundle.
-type ShardBundleOptions struct {
+// BundleOptions say what goes into a shard bundle.
+type BundleOptions struct {
 	// Set is the loaded scenario files; Overrides their --set values.
 	Set       *scenario.Set
 	Overrides map[string]string
@@ -43,14 +44,14 @@ type ShardBundleOptions struct {
 	Logf func(format string, args ...any)
 }
 
-// WriteShardBundle writes into o.Dir what a shard of a campaign needs to
+// WriteBundle writes into o.Dir what a shard of a campaign needs to
 // run `gauntlet explore --envtest` in a pod with no checkout and no
 // toolchain: the gauntlet binary, kube-apiserver and etcd, the operator's
 // binary (its Operator file's spec.process.build, run here), and the
 // scenario files with an Operator file that applies the manifests
 // rendered here and starts the binary where the bundle puts it. Every
 // program must be static: the image holds nothing else.
-func WriteShardBundle(ctx context.Context, o ShardBundleOptions) error {
+func WriteBundle(ctx context.Context, o BundleOptions) error {
 	set := o.Set
 	pr := set.Operator.Spec.Process
 	if pr == nil || len(pr.Command) == 0 {
@@ -72,11 +73,11 @@ func WriteShardBundle(ctx context.Context, o ShardBundleOptions) error {
 			return fmt.Errorf("envtest's %s: %w", b, err)
 		}
 	}
-	vars := Vars{Overrides: o.Overrides, Defaults: set.Operator.Spec.Variables}
+	vars := render.Vars{Overrides: o.Overrides, Defaults: set.Operator.Spec.Variables}
 	if err := bundleOperatorBinary(ctx, o, vars); err != nil {
 		return err
 	}
-	objs, err := renderOperator(set.OperatorFile, &set.Operator.Spec, vars)
+	objs, err := render.Operator(set.OperatorFile, &set.Operator.Spec, vars)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func WriteShardBundle(ctx context.Context, o ShardBundleOptions) error {
 // bundleOperatorBinary runs the process's build with its binary written
 // into the bundle, or, with no build, copies the program its command
 // names.
-func bundleOperatorBinary(ctx context.Context, o ShardBundleOptions, vars Vars) error {
+func bundleOperatorBinary(ctx context.Context, o BundleOptions, vars render.Vars) error {
 	pr := o.Set.Operator.Spec.Process
 	dir := filepath.Dir(o.Set.OperatorFile)
 	out, err := filepath.Abs(filepath.Join(o.Dir, BundleOperator))
@@ -120,7 +121,7 @@ func bundleOperatorBinary(ctx context.Context, o ShardBundleOptions, vars Vars) 
 			logf = func(string, ...any) {}
 		}
 		// A Go build links statically without cgo: the image has no libc.
-		if err := buildProcess(ctx, pr.Build, dir, v, []string{"CGO_ENABLED=0"}, logf); err != nil {
+		if err := render.Build(ctx, pr.Build, dir, v, []string{"CGO_ENABLED=0"}, logf); err != nil {
 			return err
 		}
 		return static(out)
@@ -129,7 +130,7 @@ func bundleOperatorBinary(ctx context.Context, o ShardBundleOptions, vars Vars) 
 	if !strings.Contains(prog, "/") {
 		return fmt.Errorf("%s: spec.process.command runs %q from PATH, which a shard's image does not have: give spec.process.build, or a path to the binary", o.Set.OperatorFile, prog)
 	}
-	if err := copyFile(resolveProgram(prog, dir), out, 0o755); err != nil {
+	if err := copyFile(render.Program(prog, dir), out, 0o755); err != nil {
 		return err
 	}
 	return static(out)
@@ -155,7 +156,7 @@ func static(path string) error {
 // writeBundleOperatorFile writes the Operator file the shard loads: the
 // rendered manifests instead of a kustomization, no build, the binary at
 // its place in the bundle, and the variables as resolved here.
-func writeBundleOperatorFile(o ShardBundleOptions, vars Vars) error {
+func writeBundleOperatorFile(o BundleOptions, vars render.Vars) error {
 	op := *o.Set.Operator
 	spec := op.Spec
 	spec.Kustomize, spec.Manifests = "", []string{bundleManifests}

@@ -1,0 +1,121 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+)
+
+// Operator renders an Operator file's kustomization or manifests,
+// variables expanded.
+func Operator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructured.Unstructured, error) {
+	dir := filepath.Dir(file)
+	for _, p := range append([]string{op.Kustomize}, op.Manifests...) {
+		for _, m := range variableUse.FindAllStringSubmatch(p, -1) {
+			if v, _ := vars.Value(m[1]); v == "" {
+				return nil, fmt.Errorf("%s: ${%s} is empty: give it with --set %s=... or the environment", p, m[1], m[1])
+			}
+		}
+	}
+	var objs []*unstructured.Unstructured
+	var err error
+	if op.Kustomize != "" {
+		objs, err = cluster.RenderKustomization(operatorPath(dir, op.Kustomize, vars))
+	} else {
+		for _, m := range op.Manifests {
+			more, rerr := Objects(operatorPath(dir, m, vars), vars)
+			objs, err = append(objs, more...), errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
+	}
+	return expandObjects(objs, vars)
+}
+
+// operatorPath is a path of the Operator file's kustomize or manifests,
+// variables expanded (so that it can name a checkout the user points at
+// with --set): an absolute path as it is, a relative one from dir.
+func operatorPath(dir, p string, vars Vars) string {
+	p = vars.Expand(p)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// Objects reads the objects of a YAML file, variables expanded.
+func Objects(path string, vars Vars) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(vars.Expand(string(b))), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// expandObjects expands variables in every string of the objects.
+func expandObjects(objs []*unstructured.Unstructured, vars Vars) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		b, err := sigsyaml.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := sigsyaml.Unmarshal([]byte(vars.Expand(string(b))), &u.Object); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Build runs an Operator file's spec.process.build in dir, with
+// env added to this process's environment.
+func Build(ctx context.Context, argv []string, dir string, vars Vars, env []string, logf func(string, ...any)) error {
+	start := time.Now()
+	args := vars.ExpandAll(argv)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building the operator (%s in %s): %w\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	logf("built the operator (%s) in %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// Program makes a program path with a slash relative to dir.
+func Program(prog, dir string) string {
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		return filepath.Join(dir, prog)
+	}
+	return prog
+}
