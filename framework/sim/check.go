@@ -14,26 +14,26 @@ import (
 
 // Flags of test binaries that use Check, for replaying a failure.
 var (
-	flagSeed  = flag.Uint64("sim.seed", 0, "replay this seed only (0 explores)")
+	flagSeed  = flag.Uint64("sim.seed", 0, "replay this seed only (0 runs -sim.seeds of them)")
 	flagKeep  = flag.String("sim.keep", "", "with -sim.seed: keep only these fault indexes (comma-separated, or none), as a shrunk failure prints")
-	flagSeeds = flag.Int("sim.seeds", 0, "how many seeds to explore (0 uses the test's default)")
-	flagFirst = flag.Uint64("sim.first", 1, "the first seed explored")
+	flagSeeds = flag.Int("sim.seeds", 0, "how many seeds to run (0 uses the test's default)")
+	flagFirst = flag.Uint64("sim.first", 1, "the first seed run")
 )
 
 // CheckOptions configure Check.
 type CheckOptions struct {
 	Options
-	// Seeds explored by default.
+	// Seeds run by default.
 	Seeds int
 	// Package is the test's package path, for the replay command.
 	Package string
 }
 
-// Explore runs seeds first, first+1, ... (n of them), each with the
+// RunSeeds runs seeds first, first+1, ... (n of them), each with the
 // differential oracle, on every core, and returns the failure of the lowest
 // failing seed (unshrunk) and how many schedules it took to find it (n when
 // none failed). Seeds sharing an input script share one fault-free run.
-func Explore(ctx context.Context, t Target, first uint64, n int, o Options) (*Result, int, error) {
+func RunSeeds(ctx context.Context, t Target, first uint64, n int, o Options) (*Result, int, error) {
 	cfg := o.Config
 	cfg.Perturbations = perturbationCount(ctx, t)
 	base := newBaselines()
@@ -98,7 +98,7 @@ func perturbationCount(ctx context.Context, t Target) int {
 	return len(res.Perturbations)
 }
 
-// Check explores seeds (or replays -sim.seed), and on a failure shrinks it
+// Check runs seeds (or replays -sim.seed), and on a failure shrinks it
 // and fails the test with the seed, the minimal faults, the trace and a
 // one-line replay command. It returns the number of schedules run.
 func Check(tb testing.TB, t Target, o CheckOptions) int {
@@ -128,7 +128,7 @@ func Check(tb testing.TB, t Target, o CheckOptions) int {
 	if *flagSeeds > 0 {
 		n = *flagSeeds
 	}
-	failure, ran, err := Explore(ctx, t, *flagFirst, n, o.Options)
+	failure, ran, err := RunSeeds(ctx, t, *flagFirst, n, o.Options)
 	if err != nil {
 		tb.Fatal(err)
 	}

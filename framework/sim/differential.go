@@ -128,7 +128,7 @@ type baseline struct {
 	err  error
 }
 
-// baselinesKept bounds the cache: seeds are explored in order, so the
+// baselinesKept bounds the cache: seeds are run in order, so the
 // scripts in use at any moment are few.
 const baselinesKept = 64
 

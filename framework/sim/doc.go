@@ -16,11 +16,11 @@
 // settles within a bound and converges to its spec. RunDifferential also runs
 // the same inputs without faults and diffs the end states, as Sieve does;
 // consecutive seeds share an input script (Config.FaultVariants) so that
-// Explore runs each script's fault-free twin once. A
+// RunSeeds runs each script's fault-free twin once. A
 // failing schedule is shrunk to a minimal set of faults, printed with its
 // trace and a one-line replay command. A target may Note what a run reached
 // (a failure while a change was in flight, say); a Tally adds the notes up
-// over the explored seeds, so a test can show its coverage from the
+// over the seeds run, so a test can show its coverage from the
 // simulator's own records.
 //
 // Nothing here knows about a particular operator. A Target supplies the

@@ -44,7 +44,7 @@ func (w *World) Logf(format string, args ...any) {
 
 // Note records that something worth counting happened in this run (a
 // member failed while a scale was in flight, say): the run's Result carries
-// the counts, and Explore adds them to Options.Tally, so that a test can
+// the counts, and RunSeeds adds them to Options.Tally, so that a test can
 // show from the simulator's own records which situations its seeds reached.
 func (w *World) Note(label string) {
 	if w.notes == nil {
@@ -61,7 +61,7 @@ type Options struct {
 	// settle within this many rounds (30 by default).
 	SettlePasses int
 	// Tally, when set, receives the notes (World.Note) of every schedule
-	// Explore and Check run: of its run with faults, not of the fault-free
+	// RunSeeds and Check run: of its run with faults, not of the fault-free
 	// twin, so each seed counts once.
 	Tally *Tally
 }

@@ -298,7 +298,7 @@ func toyTarget(t *testing.T) Target {
 	}
 }
 
-func TestExploreFindsAndShrinksACrashOnlyBug(t *testing.T) {
+func TestRunSeedsFindsAndShrinksACrashOnlyBug(t *testing.T) {
 	g := NewWithT(t)
 	target := toyTarget(t)
 	// Without faults the bug never shows.
@@ -307,7 +307,7 @@ func TestExploreFindsAndShrinksACrashOnlyBug(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Violation).To(BeNil(), "seed %d without faults", seed)
 	}
-	failure, ran, err := Explore(t.Context(), target, 1, 200, Options{})
+	failure, ran, err := RunSeeds(t.Context(), target, 1, 200, Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(failure).NotTo(BeNil(), "not found in %d schedules", ran)
 	shrunk, err := Shrink(t.Context(), target, failure, Options{})
@@ -321,7 +321,7 @@ func TestExploreFindsAndShrinksACrashOnlyBug(t *testing.T) {
 	g.Expect(errors.Is(ErrCrashed, ErrCrashed)).To(BeTrue())
 }
 
-func TestExploreTalliesWhatRunsNote(t *testing.T) {
+func TestRunSeedsTalliesWhatRunsNote(t *testing.T) {
 	g := NewWithT(t)
 	target := toyTarget(t)
 	target.Name = "toy-noting"
@@ -341,7 +341,7 @@ func TestExploreTalliesWhatRunsNote(t *testing.T) {
 	// stop early.
 	cfg := Config{FaultRate: 1e-9}
 	tally := &Tally{}
-	failure, ran, err := Explore(t.Context(), target, 1, 40, Options{Config: cfg, Tally: tally})
+	failure, ran, err := RunSeeds(t.Context(), target, 1, 40, Options{Config: cfg, Tally: tally})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(failure).To(BeNil())
 	g.Expect(ran).To(Equal(40))

@@ -9,7 +9,7 @@ import (
 
 // Tally adds up the notes (World.Note) of many runs: for each label, how
 // many schedules noted it at least once and how many times in all. It is
-// safe for Explore's concurrent workers; the zero value is ready to use.
+// safe for RunSeeds' concurrent workers; the zero value is ready to use.
 type Tally struct {
 	mu        sync.Mutex
 	runs      int

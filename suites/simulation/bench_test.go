@@ -14,7 +14,7 @@ func BenchmarkSchedules(b *testing.B) {
 	target := reference.SimTarget(reference.SimOptions{})
 	b.ReportAllocs()
 	b.ResetTimer()
-	failure, ran, err := sim.Explore(b.Context(), target, 1, b.N, sim.Options{})
+	failure, ran, err := sim.RunSeeds(b.Context(), target, 1, b.N, sim.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func gitApply(args ...string) (string, error) {
 // when a member failed.
 func findBug(t *testing.T, name string, target sim.Target) {
 	t.Helper()
-	failure, ran, err := sim.Explore(t.Context(), target, 1, maxSeedsPerBug, sim.Options{})
+	failure, ran, err := sim.RunSeeds(t.Context(), target, 1, maxSeedsPerBug, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

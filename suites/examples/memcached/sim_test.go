@@ -50,7 +50,7 @@ func TestSimulation(t *testing.T) {
 func TestSimulationFindsBug(t *testing.T) {
 	g := NewWithT(t)
 	target := newTarget(t, true)
-	failure, ran, err := sim.Explore(t.Context(), target, 1, 200, sim.Options{})
+	failure, ran, err := sim.RunSeeds(t.Context(), target, 1, 200, sim.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(failure).NotTo(BeNil(), "no violation in %d schedules", ran)
 	g.Expect(failure.Violation.Invariant).To(Equal(cleanupOrder), failure.Violation.Error())
