@@ -149,8 +149,8 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 		rep.Results = append(rep.Results, c.try(ctx, i, seq, fault, x, start))
 		steps = append(steps, seq...)
 		for _, st := range seq {
-			if st.Undo {
-				continue // sets a field back; changes nothing new
+			if st.Undo || st.Unset {
+				continue // sets a field back, or removes one: no value of a field
 			}
 			if _, ok := x.CoveredAfter[st.Field()]; !ok {
 				x.CoveredAfter[st.Field()] = time.Since(start)
@@ -168,7 +168,7 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 
 // generate lists the steps to try: for each field of the spec's schema
 // the campaign does not skip, each candidate value, inside new parents
-// where obj lacks them.
+// where obj lacks them; then each optional part of obj's spec unset.
 func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) ([]explore.Step, error) {
 	fields, skipped := explore.Fields(specSchema)
 	x.Skipped = skipped
@@ -183,6 +183,11 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 		missing := missingParents(obj, f.Path)
 		for _, v := range explore.Candidates(f, cur) {
 			steps = append(steps, explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing))
+		}
+	}
+	for _, st := range explore.Removals(specSchema, obj.Object) {
+		if !skipField(skip, st.Field()) {
+			steps = append(steps, st)
 		}
 	}
 	if len(x.Fields) == 0 {

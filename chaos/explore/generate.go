@@ -74,6 +74,39 @@ type Step struct {
 	// Undo sets Path back to what the starting resource holds there (nil:
 	// removes it), after a step that changed it.
 	Undo bool `json:"undo,omitempty"`
+	// Unset removes Path, which the starting resource sets and its schema
+	// does not require (Value is nil: the merge patch's null).
+	Unset bool `json:"unset,omitempty"`
+}
+
+// Removals are the steps that unset what the starting resource sets
+// under spec and the schema does not require: each object and value at
+// any depth (list items aside), outermost first. An operator that reads
+// an optional field without checking it is there (a nil dereference, a
+// default never applied) shows only when the field is gone, which no
+// value of it can show.
+func Removals(spec *apiextensionsv1.JSONSchemaProps, obj map[string]any) []Step {
+	var out []Step
+	var walk func(path []string, s *apiextensionsv1.JSONSchemaProps, v map[string]any)
+	walk = func(path []string, s *apiextensionsv1.JSONSchemaProps, v map[string]any) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			child, known := s.Properties[k]
+			if !known {
+				continue
+			}
+			p := append(slices.Clone(path), k)
+			if !slices.Contains(s.Required, k) {
+				out = append(out, Step{Path: p, Unset: true})
+			}
+			if m, ok := v[k].(map[string]any); ok && child.Type == "object" {
+				walk(p, &child, m)
+			}
+		}
+	}
+	if m, ok := obj["spec"].(map[string]any); ok {
+		walk([]string{"spec"}, spec, m)
+	}
+	return out
 }
 
 // UndoOf is the step that takes s back: Path as base (the starting
@@ -98,6 +131,12 @@ func UndoOf(s Step, base map[string]any) (Step, bool) {
 func (s Step) String() string {
 	if s.Undo {
 		return strings.Join(s.Path, ".") + " back as it was"
+	}
+	if s.Unset && s.AtCreation {
+		return strings.Join(s.Path, ".") + " unset at creation"
+	}
+	if s.Unset {
+		return strings.Join(s.Path, ".") + " unset"
 	}
 	path, v := s.Path, s.Value
 	if s.Leaf != nil {

@@ -230,3 +230,50 @@ func TestHintedString(t *testing.T) {
 	g.Expect(hintedString("maxage")).To(Equal("1h"))
 	g.Expect(hintedString("storageclassname")).To(Equal("explore"), "storage is no age")
 }
+
+// The singles change every field once before any field a second time.
+func TestPlanGoesRoundTheFields(t *testing.T) {
+	g := NewWithT(t)
+	var steps []Step
+	for v := range 5 {
+		steps = append(steps, Step{Path: []string{"spec", "enum"}, Value: v})
+	}
+	steps = append(steps, Step{Path: []string{"spec", "b"}, Value: true}, Step{Path: []string{"spec", "c"}, Value: "x"},
+		Step{Path: []string{"spec", "c"}, Value: "y"}, Step{Path: []string{"spec", "d"}, Unset: true})
+	for seed := range uint64(20) {
+		p := Plan(steps, seed, 0, 1, nil)
+		g.Expect(p).To(HaveLen(len(steps)))
+		var first []string
+		for _, seq := range p[:4] {
+			first = append(first, seq[0].Field())
+		}
+		g.Expect(first).To(ConsistOf("spec.enum", "spec.b", "spec.c", "spec.d"), "seed %d: every field in the first round", seed)
+		g.Expect(p[len(p)-1][0].Field()).To(Equal("spec.enum"), "seed %d: the field of most values ends the plan", seed)
+	}
+}
+
+// What the starting resource sets and the schema does not require can be
+// unset, at any depth; a merge patch's null removes it.
+func TestRemovals(t *testing.T) {
+	g := NewWithT(t)
+	s := spec()
+	s.Required = []string{"replicas"}
+	obj := map[string]any{"spec": map[string]any{
+		"replicas": 3, "policy": "Delete",
+		"storage": map[string]any{"size": "1Gi"},
+		"claims":  []any{map[string]any{"name": "a"}},
+		"unknown": 1, // not in the schema: the API server prunes it
+	}}
+	var got []string
+	for _, st := range Removals(s, obj) {
+		got = append(got, st.String())
+		g.Expect(st.Unset).To(BeTrue())
+	}
+	g.Expect(got).To(Equal([]string{"spec.claims unset", "spec.policy unset", "spec.storage unset", "spec.storage.size unset"}))
+	st := Removals(s, obj)[3]
+	g.Expect(st.Patch()).To(Equal(map[string]any{"spec": map[string]any{"storage": map[string]any{"size": nil}}}))
+	undo, ok := UndoOf(st, obj)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(undo.Value).To(Equal("1Gi"), "undoing a removal sets the value back")
+	g.Expect(Removals(s, map[string]any{})).To(BeEmpty())
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // Plan draws the campaign: every step alone, so that each value is tried
-// once, and up to sequences sequences, in an order the seed fixes. A third
+// once, in rounds over the fields (byField), and up to sequences sequences, in an order the seed fixes. A third
 // of the sequences are a step and its undo (UndoOf, against base, the
 // starting resource), which the differential oracle judges as "undoing a
 // change restores the earlier state"; the others are 2 to maxLen steps on
@@ -15,14 +15,37 @@ import (
 // still run some, and the faults they are held under.
 func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any) [][]Step {
 	rng := rand.New(rand.NewPCG(seed, 26))
-	var singles [][]Step
-	for _, i := range rng.Perm(len(steps)) {
-		singles = append(singles, []Step{steps[i]})
-	}
+	singles := byField(rng, steps)
 	if maxLen < 2 || len(steps) == 0 {
 		return singles
 	}
 	return interleave(singles, sequencesOf(rng, steps, sequences, maxLen, base))
+}
+
+// byField orders the steps as single-step sequences in rounds: the
+// fields in a seeded order, each giving one of its values per round (its
+// values too in a seeded order), so that a campaign cut short has
+// changed as many fields as it could rather than tried many values of a
+// few (an enum's members, an integer's bounds).
+func byField(rng *rand.Rand, steps []Step) [][]Step {
+	var fields []string
+	values := map[string][]Step{}
+	for _, i := range rng.Perm(len(steps)) {
+		f := steps[i].Field()
+		if _, ok := values[f]; !ok {
+			fields = append(fields, f)
+		}
+		values[f] = append(values[f], steps[i])
+	}
+	singles := make([][]Step, 0, len(steps))
+	for round := 0; len(singles) < len(steps); round++ {
+		for _, f := range fields {
+			if round < len(values[f]) {
+				singles = append(singles, []Step{values[f][round]})
+			}
+		}
+	}
+	return singles
 }
 
 // interleave puts one of seqs after every len(singles)/len(seqs) singles
