@@ -260,7 +260,7 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 		s.Metadata.Description = "explore: the starting resource, as it is, with no step"
 	}
 	s.Spec.Before = nil
-	if w := s.Spec.Workload; e.hermetic != nil || w == nil || w.Kind != scenario.WorkloadEtcdKV {
+	if w := s.Spec.Workload; e.host != nil || w == nil || w.Kind != scenario.WorkloadEtcdKV {
 		s.Spec.Workload = nil
 	}
 	s.Spec.During = nil

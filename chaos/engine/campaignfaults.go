@@ -89,7 +89,7 @@ func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scen
 			Requests: &scenario.RequestMatch{Resource: plural}},
 		scenario.Fault{Action: scenario.ActionWatchClose, Target: operatorRole, Expire: true, Hold: hold(menuRestartHold),
 			Requests: &scenario.RequestMatch{Namespace: "*"}})
-	if e.hermetic == nil {
+	if e.host == nil {
 		for _, name := range slices.Sorted(maps.Keys(roles)) {
 			if r := roles[name]; !r.Operator && !r.APIServer {
 				menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(menuHold)})

@@ -27,7 +27,7 @@ import (
 func (r *run) firstConverged(ctx context.Context) error {
 	// allPodsReady: false says some pods may stay unready (a backup Job's
 	// retries): their states are the scenario's, not a setup failure.
-	if all := r.s.Spec.Resource.AllPodsReady; r.e.hermetic == nil && (all == nil || *all) {
+	if all := r.s.Spec.Resource.AllPodsReady; r.e.host == nil && (all == nil || *all) {
 		guard, err := r.e.podGuard(r.ns, nil, "the pods of "+r.obj.GetKind()+" "+r.obj.GetName())
 		if err != nil {
 			return err

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -104,8 +105,8 @@ type Engine struct {
 	opVars   render.Vars
 	seq      int
 	scheme   *runtime.Scheme
-	// hermetic is set on envtest.
-	hermetic *hermetic
+	// host is set on envtest.
+	host *envtesthost.Host
 	// metrics is how the operator's metrics are scraped.
 	metrics metricsAccess
 	// view is the API proxy in front of the operator, set on envtest and
@@ -240,14 +241,14 @@ func (e *Engine) images() []string {
 // setupHermetic brings up envtest, the operator's process and its proxy.
 func (e *Engine) setupHermetic(ctx context.Context) (*Engine, error) {
 	if err := e.setupEnvtest(ctx); err != nil {
-		if e.hermetic != nil {
-			err = errors.Join(err, e.hermetic.teardown())
+		if e.host != nil {
+			err = errors.Join(err, e.host.Teardown())
 		}
 		return nil, err
 	}
-	e.Client = e.hermetic.env.Client
+	e.Client = e.host.Env.Client
 	if err := e.clients(); err != nil {
-		return nil, errors.Join(err, e.hermetic.teardown())
+		return nil, errors.Join(err, e.host.Teardown())
 	}
 	e.Runner = &chaosmesh.Runner{Config: e.Config, Client: e.Client, Log: e.o.Log, Unavailable: "envtest has no nodes and no Chaos Mesh: this fault needs a cluster (gauntlet run without --envtest)"}
 	return e, nil
@@ -274,8 +275,8 @@ const relayStopWithin = 30 * time.Second
 // Teardown deletes the cluster (unless kept or existing), or stops
 // envtest and the operator's process.
 func (e *Engine) Teardown() error {
-	if e.hermetic != nil {
-		return e.hermetic.teardown()
+	if e.host != nil {
+		return e.host.Teardown()
 	}
 	var err error
 	if e.relay != nil {
@@ -291,7 +292,7 @@ func (e *Engine) Teardown() error {
 
 // Name names where the set runs, for the report.
 func (e *Engine) Name() string {
-	if e.hermetic != nil {
+	if e.host != nil {
 		return "envtest"
 	}
 	return e.Cluster.Name

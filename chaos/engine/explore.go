@@ -73,7 +73,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.hermetic == nil, Set: e.setVariables()}
+	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.host == nil, Set: e.setVariables()}
 	if o.Shards > 1 {
 		x.Shard = fmt.Sprintf("%d/%d", o.Shard, o.Shards)
 	}

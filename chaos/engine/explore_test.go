@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -71,9 +72,9 @@ func TestCampaignScenarioKeepsTheLedger(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := *base
 			b.Spec.Workload = tc.w
-			e.hermetic = nil
+			e.host = nil
 			if tc.envtest {
-				e.hermetic = &hermetic{}
+				e.host = &envtesthost.Host{}
 			}
 			s := e.campaignScenario(&b, "explore-1", []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}})
 			if got := s.Spec.Workload != nil; got != tc.kept {
@@ -317,7 +318,7 @@ func TestHasField(t *testing.T) {
 func TestUnsettledReference(t *testing.T) {
 	g := NewWithT(t)
 	e, base := exploreEngine(t)
-	e.hermetic = &hermetic{} // envtest, by name
+	e.host = &envtesthost.Host{} // envtest, by name
 	dir := t.TempDir()
 	c := &campaign{e: e, o: ExploreOptions{Artifacts: dir}, base: base}
 	ref := &report.Result{Run: &report.Run{Scenario: "base-reference", Errors: []string{"not converged after the heal: gave up"}}}
@@ -436,7 +437,7 @@ func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
 	if got := e.replayCommand("f.yaml"); strings.Contains(got, "--envtest") {
 		t.Errorf("a cluster campaign's finding replays with %q", got)
 	}
-	e.hermetic = &hermetic{}
+	e.host = &envtesthost.Host{}
 	if got := e.replayCommand("f.yaml"); !strings.Contains(got, "gauntlet run --envtest -f ") {
 		t.Errorf("an envtest campaign's finding replays with %q", got)
 	}

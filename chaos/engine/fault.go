@@ -43,9 +43,9 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaosmesh.Expe
 		nothing := func(context.Context) error { return nil }
 		return &chaosmesh.Experiment{Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "none", Inject: nothing, Recover: nothing}}, nil
 	}
-	if h := r.e.hermetic; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
-		return &chaosmesh.Experiment{Targets: []chaosmesh.Pods{h.target()}, Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
-			Inject: func(context.Context) error { return h.op.kill() }, Recover: func(context.Context) error { return nil }}}, nil
+	if h := r.e.host; h != nil && f.Action == scenario.ActionPodKill && r.s.Spec.Roles[f.Target].Operator {
+		return &chaosmesh.Experiment{Targets: []chaosmesh.Pods{h.Target()}, Harness: &chaosmesh.HarnessFault{Name: r.s.Metadata.Name, Kind: "Process/kill",
+			Inject: func(context.Context) error { return h.Kill() }, Recover: func(context.Context) error { return nil }}}, nil
 	}
 	roles := r.roles.snapshot()
 	r.faultRoles = roles

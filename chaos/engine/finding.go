@@ -44,7 +44,7 @@ func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what str
 // campaign ran: envtest, or a cluster (kind, or --kubeconfig's).
 func (e *Engine) replayCommand(file string) string {
 	where := ""
-	if e.hermetic != nil {
+	if e.host != nil {
 		where = "--envtest "
 	}
 	return fmt.Sprintf("gauntlet run %s-f %s -f %s%s", where, e.o.Set.OperatorFile, file, report.SetFlags(e.setVariables()))

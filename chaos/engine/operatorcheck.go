@@ -25,8 +25,8 @@ type operatorState struct {
 }
 
 func (r *run) operatorState(ctx context.Context) (operatorState, error) {
-	if h := r.e.hermetic; h != nil {
-		s := operatorState{uids: map[string]int32{"process": int32(h.op.restarts())}}
+	if h := r.e.host; h != nil {
+		s := operatorState{uids: map[string]int32{"process": int32(h.Restarts())}}
 		var err error
 		if r.e.operator.Metrics != nil {
 			s.families, err = r.scrapeOperator(ctx)
@@ -99,8 +99,8 @@ func restarts(before, after operatorState) int {
 // scrapeOperator reads the metrics of a running operator pod.
 func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	m := r.e.operator.Metrics
-	if h := r.e.hermetic; h != nil {
-		return r.e.scrapeAt(ctx, h.metrics)
+	if h := r.e.host; h != nil {
+		return r.e.scrapeAt(ctx, h.MetricsAddress())
 	}
 	pods, err := r.e.operatorPods(ctx)
 	if err != nil {

@@ -60,7 +60,7 @@ func (e *Engine) proxyLog() *log.Logger {
 // machine at the proxy's address would otherwise leave every view fault
 // acting on nothing.
 func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
-	if e.view == nil || e.hermetic != nil {
+	if e.view == nil || e.host != nil {
 		return nil
 	}
 	err := framework.PollFor(ctx, "the operator's first request through the API proxy", firstProxiedRequestWithin, 500*time.Millisecond,
@@ -95,7 +95,7 @@ func (e *Engine) proxyHint() string {
 // ready yet: none of its requests reached the proxy in the 45 s since
 // it was deployed.
 func (e *Engine) unreachedProxy(deployed time.Time) error {
-	if e.view == nil || e.hermetic != nil || time.Since(deployed) < unreachedProxyAfter || len(e.view.proxy.Requests()) > 0 {
+	if e.view == nil || e.host != nil || time.Since(deployed) < unreachedProxyAfter || len(e.view.proxy.Requests()) > 0 {
 		return nil
 	}
 	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s (%s)",

@@ -147,7 +147,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	if twinRes.Verdict() != report.Passed || twin == nil {
 		return unjudged(twinRes, "the fault-free twin", start)
 	}
-	if e.hermetic == nil || !e.calibrated {
+	if e.host == nil || !e.calibrated {
 		if again := e.calibrate(ctx, s, seed, filepath.Join(artifacts, "twin-2"), twin); again != nil {
 			return unjudged(again, "the second fault-free twin", start)
 		}
@@ -177,7 +177,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 		e.logf("%s: skipped before creating anything: %s", name, why)
 		return r.res, nil
 	}
-	if e.hermetic != nil && s.Spec.Workload != nil {
+	if e.host != nil && s.Spec.Workload != nil {
 		r.res.Skipped = "the workload talks to the resource's pods, and envtest runs none (run it on a cluster)"
 		e.logf("%s: skipped before creating anything: %s", name, r.res.Skipped)
 		return r.res, nil
@@ -412,8 +412,8 @@ func (r *run) cleanup(ctx context.Context) {
 		var logs func(string) error
 		if r.e.Cluster != nil {
 			logs = r.e.Cluster.BundleLogs()
-		} else if h := r.e.hermetic; h != nil {
-			logs = h.copyLog
+		} else if h := r.e.host; h != nil {
+			logs = h.CopyLog
 		}
 		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
 			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: logs,

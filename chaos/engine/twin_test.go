@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 )
 
 // TestCompareTwin: a difference is reported path by path, twin beside
@@ -85,7 +87,7 @@ func TestOperatorAnnotations(t *testing.T) {
 
 func TestCollectedKindsCoverChildResources(t *testing.T) {
 	collected := map[schema.GroupResource]bool{}
-	for _, l := range collectedKinds() {
+	for _, l := range envtesthost.CollectedKinds() {
 		gvk, err := apiutil.GVKForObject(l, clientgoscheme.Scheme)
 		if err != nil {
 			t.Fatal(err)
