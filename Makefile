@@ -117,10 +117,17 @@ verify-generated: manifests generate chaos-crds ## Fail when generated files dif
 	  git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; \
 	fi; echo "generated files are up to date"
 
+# A package of chaos/ holds at most 2,000 lines of non-test Go: four files
+# at the file cap, what one reviewer reads whole in a sitting, and above
+# chaos/scenario (the file format, 1,712), the largest package cut along
+# one concern. chaos/engine is allowed 7,000 while the campaign loop, the
+# proxy wiring and the oracles move out of it; each move lowers the number.
+SIZES_PACKAGES := -packages chaos -max-package-lines 2000 -package-allow chaos/engine=7000
+
 .PHONY: verify
-verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list), or a Go file or function is too long to hold (ci/sizes: 500 and 80 lines).
+verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list), or a Go file, function or chaos/ package is too long to hold (ci/sizes: 500, 80 and 2,000 lines).
 	@ci/verify-tree.sh
-	@go run ./ci/sizes .
+	@go run ./ci/sizes $(SIZES_PACKAGES) .
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (config: .golangci.yml), shellcheck on every shell script (Debian's, installed when missing) and actionlint on .github/workflows.

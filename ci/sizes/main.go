@@ -49,6 +49,9 @@ type finding struct {
 }
 
 func (f finding) String() string {
+	if f.what == "package" {
+		return fmt.Sprintf("%s: package has %d lines of non-test Go (max %d)", f.path, f.lines, f.max)
+	}
 	return fmt.Sprintf("%s:%d: %s has %d lines (max %d)", f.path, f.line, f.what, f.lines, f.max)
 }
 
@@ -56,6 +59,10 @@ func main() {
 	var lim limits
 	flag.IntVar(&lim.fileLines, "max-file-lines", 500, "largest .go file, in lines")
 	flag.IntVar(&lim.funcLines, "max-func-lines", 80, "largest function, in lines from func to its closing brace")
+	pl := packageLimits{allowed: allowances{}}
+	flag.StringVar(&pl.root, "packages", "", "a tree whose every package is capped at -max-package-lines of non-test Go (none by default)")
+	flag.IntVar(&pl.max, "max-package-lines", 2000, "largest package under -packages, in lines of its non-test files")
+	flag.Var(pl.allowed, "package-allow", "DIR=LINES: a larger cap for one package under -packages, while it is being cut (repeat)")
 	flag.Usage = func() {
 		_, _ = fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [dir ...]\n", filepath.Base(os.Args[0]))
 		flag.PrintDefaults()
@@ -67,6 +74,11 @@ func main() {
 	}
 
 	found, err := check(roots, lim)
+	if err == nil && pl.root != "" {
+		var pkgs []finding
+		pkgs, err = checkPackages(pl)
+		found = append(found, pkgs...)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sizes:", err)
 		os.Exit(2)
@@ -75,11 +87,14 @@ func main() {
 		fmt.Println(f)
 	}
 	if len(found) > 0 {
-		fmt.Fprintf(os.Stderr, "sizes: %d over the limits (files %d lines, functions %d lines)\n",
-			len(found), lim.fileLines, lim.funcLines)
+		fmt.Fprintf(os.Stderr, "sizes: %d over the limits (files %d lines, functions %d lines, packages under %q %d lines)\n",
+			len(found), lim.fileLines, lim.funcLines, pl.root, pl.max)
 		os.Exit(1)
 	}
 	fmt.Printf("sizes: no file over %d lines, no function over %d\n", lim.fileLines, lim.funcLines)
+	if pl.root != "" {
+		fmt.Printf("sizes: no package under %s over %d lines (allowed more: %s)\n", pl.root, pl.max, pl.allowed)
+	}
 }
 
 // check walks roots and returns what is over lim, sorted by path and line.
