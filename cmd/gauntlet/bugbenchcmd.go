@@ -62,6 +62,8 @@ is not found again.`,
 	fs.IntVar(&f.o.Sequences, "sequences", 8, "multi-step sequences a campaign tries after every single step")
 	fs.IntVar(&f.o.MaxFindings, "max-findings", 0, "end a campaign after so many findings, each a cause of its own (0: at its budget)")
 	fs.BoolVar(&f.o.Kind, "kind", false, "campaigns and replays on kind clusters the harness makes, instead of envtest")
+	fs.IntVar(&f.o.Shards, "shards", 0, "spread each campaign over this many shards of an Indexed Job on a kind cluster made for it (gauntlet explore --kind --shards); replays stay on envtest here unless --kind")
+	fs.BoolVar(&f.o.MultiNode, "multi-node", false, "with --shards: the multi-node kind cluster, so that the shards run on several nodes")
 	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
 	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; with -f, the bugs as the file states them now, each finding replayed on the fixes added since (no campaign runs again)")
 	return cmd
@@ -74,8 +76,14 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	if f.file == "" {
 		return usagef("-f (the benchmark file) is required")
 	}
-	if f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 {
-		return usagef("--budget must be positive, --sequences and --max-findings not negative")
+	if f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 || f.o.Shards < 0 {
+		return usagef("--budget must be positive, --sequences, --max-findings and --shards not negative")
+	}
+	switch {
+	case f.o.Shards == 1:
+		return usagef("--shards 1: give 2 or more")
+	case f.o.MultiNode && f.o.Shards == 0:
+		return usagef("--multi-node goes with --shards")
 	}
 	if f.out == "" {
 		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))

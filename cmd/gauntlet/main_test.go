@@ -79,6 +79,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"explore", "--shards", "2", "--kind", "--shard-memory", "lots"}, `--shard-memory "lots"`},
 		{[]string{"explore", "--shard", "3/2"}, `--shard: shard "3/2": want k/n with 0 <= k < n`},
 		{[]string{"explore", "--publish"}, "--publish is for a shard's pod"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--shards", "1"}, "--shards 1: give 2 or more"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--multi-node"}, "--multi-node goes with --shards"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -143,9 +143,11 @@ type fakeGauntlet struct {
 	fails    map[string]failed           // by "<finding file> on <tree folder>"
 	fixed    string                      // the folder the bench's tree FIXED is made in, for sources older than it
 	calls    []string
+	args     [][]string // every call's arguments
 }
 
 func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, error) {
+	g.args = append(g.args, slices.Clone(args))
 	arg := func(flag string) string {
 		i := slices.Index(args, flag)
 		return args[i+1]
@@ -270,6 +272,35 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
 	}
 	judgedAgain(t, r.Out, res)
+}
+
+// With shards, each campaign is spread over an Indexed Job on the
+// multi-node kind cluster; the replays stay on envtest here.
+func TestShardsGoToTheCampaignsOnly(t *testing.T) {
+	r, g, f, _ := benchFixture(t)
+	r.Options.Shards, r.Options.MultiNode = 3, true
+	res, err := r.Run(t.Context(), f.Bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shards != 3 || !res.MultiNode {
+		t.Errorf("bugs.json says shards %d, multi-node %v", res.Shards, res.MultiNode)
+	}
+	campaigns := 0
+	for _, args := range g.args {
+		sharded := slices.Contains(args, "--kind") && slices.Contains(args, "--shards") && args[slices.Index(args, "--shards")+1] == "3" && slices.Contains(args, "--multi-node")
+		switch {
+		case args[0] == "explore" && !sharded:
+			t.Errorf("a campaign without its shards: %v", args)
+		case args[0] == "explore":
+			campaigns++
+		case slices.Contains(args, "--shards") || slices.Contains(args, "--multi-node") || slices.Contains(args, "--kind"):
+			t.Errorf("a replay with shards: %v", args)
+		}
+	}
+	if campaigns != 2 {
+		t.Errorf("%d sharded campaigns, want 2: %v", campaigns, g.calls)
+	}
 }
 
 // A fix written since for no-fix: the recorded run brought up to the file

@@ -250,4 +250,10 @@ type Options struct {
 	MaxFindings int
 	// Kind runs the campaigns and replays on kind rather than envtest.
 	Kind bool
+	// Shards spreads each campaign over so many shards of an Indexed Job
+	// on a kind cluster (gauntlet explore --shards), MultiNode on the
+	// multi-node one; the replays stay on this machine's envtest unless
+	// Kind.
+	Shards    int
+	MultiNode bool
 }

@@ -40,6 +40,8 @@ type Result struct {
 	Seed      uint64        `json:"seed"`
 	Budget    string        `json:"budget"`
 	Kind      bool          `json:"kind,omitempty"`
+	Shards    int           `json:"shards,omitempty"`
+	MultiNode bool          `json:"multiNode,omitempty"`
 	Campaigns []Campaign    `json:"campaigns"`
 	Bugs      []BugResult   `json:"bugs"`
 	Totals    Totals        `json:"totals"`
@@ -310,6 +312,7 @@ func (res *Result) Markdown() string {
 	fmt.Fprintf(&b, "\n%d bugs: %d found, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
 		t.Bugs, t.Found, t.NoFix, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
 		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
+	fmt.Fprintf(&b, "Campaigns %s; replays %s.\n", res.campaignsOn(), map[bool]string{true: "on kind", false: "on envtest"}[res.Kind])
 	for _, c := range res.Campaigns {
 		for _, f := range c.Findings {
 			if f.SameCauseAs == "" && !explained(f) {
@@ -362,4 +365,17 @@ func fixVerdicts(m map[string]Replay) string {
 
 func cell(s string) string {
 	return strings.NewReplacer("|", "/", "\n", " ").Replace(s)
+}
+
+// campaignsOn says where the campaigns ran.
+func (res *Result) campaignsOn() string {
+	switch {
+	case res.Shards > 0 && res.MultiNode:
+		return fmt.Sprintf("as %d shards of an Indexed Job each, on the multi-node kind cluster", res.Shards)
+	case res.Shards > 0:
+		return fmt.Sprintf("as %d shards of an Indexed Job each, on a one-node kind cluster", res.Shards)
+	case res.Kind:
+		return "on kind"
+	}
+	return "on envtest"
 }

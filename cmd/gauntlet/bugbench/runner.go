@@ -41,7 +41,8 @@ type Runner struct {
 // Run runs the campaigns of bugs and writes the results.
 func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 	start := time.Now()
-	res := &Result{Seed: r.Options.Seed, Budget: r.Options.Budget.String(), Kind: r.Options.Kind}
+	res := &Result{Seed: r.Options.Seed, Budget: r.Options.Budget.String(), Kind: r.Options.Kind,
+		Shards: r.Options.Shards, MultiNode: r.Options.MultiNode}
 	for _, group := range groups(bugs) {
 		b := r.File.Bench(group[0])
 		if b == nil {
@@ -111,8 +112,14 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	for _, f := range b.SkipFields {
 		args = append(args, "--skip-field", f)
 	}
-	if r.Options.Kind {
-		args = append(args, "--kind")
+	if r.Options.Kind || r.Options.Shards > 0 {
+		args = append(args, "--kind") // the shards' pods run on a kind cluster
+	}
+	if r.Options.Shards > 0 {
+		args = append(args, "--shards", strconv.Itoa(r.Options.Shards))
+		if r.Options.MultiNode {
+			args = append(args, "--multi-node")
+		}
 	}
 	code, err := r.Gauntlet(ctx, args, c.Report+".log")
 	x, rerr := readCampaign(c.Report)
