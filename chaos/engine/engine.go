@@ -34,6 +34,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -86,7 +87,7 @@ type RelayOptions struct {
 	// Always uses it on a kind cluster created here too (whose pods
 	// otherwise reach the proxy on the kind network's gateway).
 	Always bool
-	// Image is the relay's image (default RelayImage), loaded into a
+	// Image is the relay's image (default relay.Image), loaded into a
 	// kind cluster created here; an existing cluster's nodes must pull it.
 	Image string
 }
@@ -116,7 +117,7 @@ type Engine struct {
 	proxyAddr string
 	// relay is set when the operator's pods reach the proxy through the
 	// API relay.
-	relay *relay
+	relay *relay.Relay
 	// noise is what differed between two fault-free runs (paths with
 	// list indexes written [*]), and calibrated says it was learned.
 	noise      map[string]bool
@@ -281,7 +282,7 @@ func (e *Engine) Teardown() error {
 	var err error
 	if e.relay != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), relayStopWithin)
-		err = e.stopRelay(ctx)
+		err = e.relay.Stop(ctx)
 		cancel()
 	}
 	if e.view != nil {

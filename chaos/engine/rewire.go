@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -86,7 +87,7 @@ const (
 // proxyHint says what to check when no request reaches the proxy.
 func (e *Engine) proxyHint() string {
 	if e.relay != nil {
-		return fmt.Sprintf("through the API relay %s/%s, which carried %d connections: see its pod's log", e.relay.namespace, relayName, e.relay.tunnels.Paired())
+		return fmt.Sprintf("through the API relay %s/%s, which carried %d connections: see its pod's log", e.operator.Namespace, relay.Name, e.relay.Connections())
 	}
 	return "is that where they reach this machine? --proxy-address, or leave it out to go through a relay in the cluster"
 }

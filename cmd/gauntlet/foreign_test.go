@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
@@ -43,7 +44,7 @@ func TestAnotherOperatorGetsNothingOfOurs(t *testing.T) {
 		ours, "gauntlet.dev/operator:dev", theirs, "example.com/memcached:bookworm"}, nil)
 
 	f := &runFlags{files: []string{filepath.Join(user, "scenarios")}, kubernetesVersion: "1.35", offline: true,
-		buildImages: true, seed: -1, timeout: time.Minute, chaosRegistry: install.ReleaseRegistry, relayImage: engine.RelayImage, overrides: map[string]string{}}
+		buildImages: true, seed: -1, timeout: time.Minute, chaosRegistry: install.ReleaseRegistry, relayImage: relay.Image, overrides: map[string]string{}}
 	g.Expect(f.validate()).To(Succeed())
 	var out bytes.Buffer
 	prog := newProgress(&out)

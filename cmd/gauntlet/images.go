@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
@@ -331,7 +331,7 @@ func imageTargets(f *runFlags) []string {
 	if strings.HasPrefix(f.chaosController, "gauntlet.dev/") || strings.HasPrefix(f.chaosDaemon, "gauntlet.dev/") {
 		add("chaos-images")
 	}
-	if f.usesRelay() && f.relayImage == engine.RelayImage {
+	if f.usesRelay() && f.relayImage == relay.Image {
 		add("relay-image")
 	}
 	if strings.HasPrefix(f.nodeImage, "gauntlet.dev/") && f.kubeconfig == "" {

@@ -11,7 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
@@ -231,7 +231,7 @@ func TestImageTargets(t *testing.T) {
 	// --proxy-relay builds the relay's image, for files with view faults.
 	relayed := func(dir string) []string {
 		f := &runFlags{files: []string{dir}, nodeImage: "kindest/node:v1.35.0", chaosController: "x", chaosDaemon: "x",
-			proxyRelay: true, relayImage: engine.RelayImage}
+			proxyRelay: true, relayImage: relay.Image}
 		g.Expect(f.load()).To(Succeed())
 		return imageTargets(f)
 	}
@@ -246,7 +246,7 @@ func TestRelayImageTag(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	m := regexp.MustCompile(`(?m)^RELAY_VERSION := (\S+)$`).FindSubmatch(mk)
 	g.Expect(m).NotTo(BeNil(), "RELAY_VERSION in the Makefile")
-	g.Expect(engine.RelayImage).To(Equal("gauntlet.dev/api-relay:v" + string(m[1])))
+	g.Expect(relay.Image).To(Equal("gauntlet.dev/api-relay:v" + string(m[1])))
 }
 
 func TestMirrorName(t *testing.T) {

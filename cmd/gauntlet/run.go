@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -101,7 +102,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this existing cluster instead of creating a kind cluster (its nodes must be able to pull the images)")
 	fs.StringVar(&f.proxyAddress, "proxy-address", "", "with --kubeconfig: the IP address at which the cluster's pods reach this machine, where the API proxy for view faults listens (for a kind cluster on this machine, its network's gateway: docker network inspect kind); without it they reach the proxy through the API relay (--relay-image)")
 	fs.BoolVar(&f.proxyRelay, "proxy-relay", false, "on a kind cluster created here too, let the operator's pods reach the API proxy through the API relay, a pod tunnelled to this machine over a port-forward (as an existing cluster does without --proxy-address), not through the kind network's gateway")
-	fs.StringVar(&f.relayImage, "relay-image", getenv("GAUNTLET_RELAY_IMAGE", engine.RelayImage), "the API relay's image (make relay-image builds it): loaded into a kind cluster created here; with --kubeconfig, the nodes must pull it")
+	fs.StringVar(&f.relayImage, "relay-image", getenv("GAUNTLET_RELAY_IMAGE", relay.Image), "the API relay's image (make relay-image builds it): loaded into a kind cluster created here; with --kubeconfig, the nodes must pull it")
 	cmd.MarkFlagsMutuallyExclusive("proxy-relay", "proxy-address")
 	fs.BoolVar(&f.envtest, "envtest", false, "run on envtest (a kube-apiserver and etcd on this machine; no Docker, no Chaos Mesh) with the operator as a process behind the API proxy, as its Operator file's spec.process says: for view faults; Chaos Mesh faults are skipped")
 	fs.StringVar(&f.envtestAssets, "envtest-assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder with kube-apiserver and etcd for --envtest (default $KUBEBUILDER_ASSETS; in a Gauntlet checkout, make envtest-bins builds them under bin/k8s)")
