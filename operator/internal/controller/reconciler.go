@@ -110,6 +110,8 @@ type Reconciler struct {
 	announced announcedConditions
 	// written remembers the status last written for each cluster.
 	written writtenStatuses
+	// validated remembers each cluster's spec validation by generation.
+	validated validatedSpecs
 }
 
 // +kubebuilder:rbac:groups=database.gauntlet.dev,resources=databaseclusters,verbs=get;list;watch;update;patch
@@ -140,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.announced.forget(req.NamespacedName)
 			r.written.forget(req.NamespacedName)
+			r.validated.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

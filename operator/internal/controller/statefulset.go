@@ -26,7 +26,7 @@ import (
 // (reconcileBackup shows it): the database runs on.
 func (r *Reconciler) validateSpec(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var backupErrs, errs field.ErrorList
-	for _, e := range validation.Cluster(ctx, s.cluster) {
+	for _, e := range r.validated.of(ctx, s.cluster) {
 		if e.Field == "spec.backup" || strings.HasPrefix(e.Field, "spec.backup.") {
 			backupErrs = append(backupErrs, e)
 		} else {
