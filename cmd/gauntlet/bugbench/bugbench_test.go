@@ -267,6 +267,9 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	if slices.ContainsFunc(g.calls, func(c string) bool { return strings.Contains(c, "explore-7") }) {
 		t.Errorf("explore-7, of explore-2's cause, was replayed: %v", g.calls)
 	}
+	if n := len(slices.DeleteFunc(slices.Clone(g.calls), func(c string) bool { return !strings.Contains(c, "explore-6") })); n != 1 {
+		t.Errorf("explore-6, which passes on its buggy source, was replayed %d times, want once (not on the fixes): %v", n, g.calls)
+	}
 	if n := strings.Count(strings.Join(g.calls, "\n"), "explore "); n != 2 {
 		t.Errorf("%d campaigns for two buggy sources: %v", n, g.calls)
 	}

@@ -188,12 +188,16 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 	return set, nil
 }
 
-// replay runs a finding's scenario file on the buggy source and on each
-// fix of the group's bugs.
+// replay runs a finding's scenario file on the buggy source and, when it
+// fails there, on each fix of the group's bugs: one that does not fail on
+// its own source is irreproducible, and its replays on the fixes would
+// tell nothing.
 func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
 	out := Finding{Finding: f}
 	out.OnBuggy = r.replayOn(ctx, group[0].Buggy(), b, opFile, f)
-	r.replayOnFixes(ctx, group, b, opFile, &out)
+	if out.OnBuggy.Verdict == Fails {
+		r.replayOnFixes(ctx, group, b, opFile, &out)
+	}
 	return out
 }
 
