@@ -126,15 +126,24 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 	a := r.s.Spec.Assertions
 	f := &r.res.Figures
 	after, err := r.operatorState(ctx)
+	if after.uids != nil {
+		// Known even when the metrics are not: a crash-looping operator
+		// does not answer its scrape, and its restarts say why.
+		f.OperatorRestarts = restarts(before, after)
+		c := report.Check{Kind: "operator", Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", a.OperatorRestarts)}
+		if f.OperatorRestarts > a.OperatorRestarts {
+			c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, a.OperatorRestarts)
+			if h := r.e.host; h != nil {
+				if p := h.LastPanic(); p != "" {
+					c.Violation += "; it last exited with " + p
+				}
+			}
+		}
+		r.res.Checks = append(r.res.Checks, c)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the operator after the heal: %w", err)
 	}
-	f.OperatorRestarts = restarts(before, after)
-	c := report.Check{Kind: "operator", Name: "operator restarts", Value: fmt.Sprint(f.OperatorRestarts), Budget: fmt.Sprintf("≤ %d", a.OperatorRestarts)}
-	if f.OperatorRestarts > a.OperatorRestarts {
-		c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, a.OperatorRestarts)
-	}
-	r.res.Checks = append(r.res.Checks, c)
 	if m := r.e.operator.Metrics; m != nil {
 		panics := scenario.MetricAssertion{Name: "controller_runtime_reconcile_panics_total", MaxIncrease: new(float64)}
 		if m.Controller != "" {

@@ -25,3 +25,31 @@ func TestTeardownRemovesTheProcessFolder(t *testing.T) {
 		t.Fatalf("the process folder %s is still there after teardown (stat: %v)", work, err)
 	}
 }
+
+// The last panic of a crash-looping operator names where it happened.
+func TestLastPanic(t *testing.T) {
+	log := `I1127 starting manager
+panic: runtime error: index out of range [0] with length 0
+
+goroutine 12 [running]:
+example.com/op/old.Reconcile(0x0)
+	/src/old.go:1 +0x1
+I1127 starting manager
+panic: runtime error: invalid memory address or nil pointer dereference
+[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x13a82cf]
+
+goroutine 187 [running]:
+redis-operator/k8sutils.enableRedisMonitoring({{0x388de322c420, 0x1c}})
+	/src/k8sutils/statefulset.go:314 +0x20f
+`
+	want := "panic: runtime error: invalid memory address or nil pointer dereference in redis-operator/k8sutils.enableRedisMonitoring"
+	if got := lastPanic(log); got != want {
+		t.Errorf("lastPanic:\n got %q\nwant %q", got, want)
+	}
+	if got := lastPanic("I1127 starting manager\nE1127 an error\n"); got != "" {
+		t.Errorf("no panic: got %q", got)
+	}
+	if got := lastPanic("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n"); got != "panic: boom in main.main" {
+		t.Errorf("a panic on the first line: got %q", got)
+	}
+}
