@@ -216,20 +216,16 @@ func (h *Host) Simulate(ctx context.Context) {
 		deploys := &framework.DeploymentSimulator{Client: c}
 		gc := &framework.GarbageCollector{Client: c, Kinds: CollectedKinds()}
 		claims := &framework.ClaimProtection{Client: c}
-		tick := time.NewTicker(simulatorTick)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+		// Every simulator steps each tick, whatever another's error.
+		all := func(ctx context.Context) (bool, error) {
+			var errs []error
+			for _, step := range []framework.EnvStep{sts.Step, deploys.Step, gc.Step, claims.Step} {
+				_, err := step(ctx)
+				errs = append(errs, err)
 			}
-			for _, step := range []func(context.Context) (bool, error){sts.Step, deploys.Step, gc.Step, claims.Step} {
-				if _, err := step(ctx); err != nil && ctx.Err() == nil {
-					h.logf("envtest simulator: %v", err)
-				}
-			}
+			return false, errors.Join(errs...)
 		}
+		framework.RunEvery(ctx, simulatorTick, all, func(err error) { h.logf("envtest simulator: %v", err) })
 	}()
 }
 
