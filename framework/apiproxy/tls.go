@@ -39,5 +39,24 @@ func upstreamTransport(c *rest.Config) (http.RoundTripper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: the API server's TLS settings: %w", err)
 	}
-	return &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 32}, nil
+	h1 := tlsCfg.Clone()
+	h1.NextProtos = []string{"http/1.1"}
+	return upgradeAware{
+		base: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 32},
+		h1:   &http.Transport{TLSClientConfig: h1, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}},
+	}, nil
+}
+
+// upgradeAware sends a request that asks to switch protocols (exec,
+// attach and port-forward, over SPDY or WebSocket) on HTTP/1.1, the only
+// version that has Upgrade, and every other request on base, HTTP/2
+// where the API server offers it. An operator that runs commands in its
+// pods (a cluster's join, a backup) does so through the proxy too.
+type upgradeAware struct{ base, h1 http.RoundTripper }
+
+func (t upgradeAware) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Upgrade") != "" {
+		return t.h1.RoundTrip(r)
+	}
+	return t.base.RoundTrip(r)
 }
