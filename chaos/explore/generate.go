@@ -168,6 +168,67 @@ func (s Step) Field() string {
 	return strings.Join(s.Path, ".")
 }
 
+// fieldPath is the path of the step's field (Field, unjoined).
+func (s Step) fieldPath() []string {
+	if s.Leaf != nil {
+		return s.Leaf
+	}
+	return s.Path
+}
+
+// Replacing is the step that follows s, when s sets a map's keys, to
+// replace them with others (each old key null, as a merge patch removes
+// it): an operator that copies a map into its children and never removes
+// a key shows only on such a change, which no value set alone can show.
+// A map of known keys (cpu and memory) trades one for another, and has
+// no replacement when it holds them all; any other map gets a key of its
+// own beside each.
+func Replacing(s Step) (Step, bool) {
+	if s.Unset || s.Undo || s.AtCreation {
+		return Step{}, false
+	}
+	path, v := s.Path, s.Value
+	if s.Leaf != nil {
+		path, v = s.Leaf, s.LeafValue
+	}
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return Step{}, false
+	}
+	known := mapKeys(strings.ToLower(path[len(path)-1]))
+	next := map[string]any{}
+	for k, val := range m {
+		if val == nil {
+			return Step{}, false // a step that clears the map
+		}
+		next[k] = nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		other := k + "-2"
+		if len(known) > 1 {
+			i := slices.IndexFunc(known, func(c string) bool { _, taken := next[c]; return !taken })
+			if i < 0 {
+				return Step{}, false
+			}
+			other = known[i]
+		}
+		next[other] = keyValue(other, m[k])
+	}
+	return Step{Path: path, Value: next}, true
+}
+
+// keyValue is the value a replacing key takes: a quantity that suits a
+// resource name, else the value of the key it replaces.
+func keyValue(key string, was any) any {
+	switch key {
+	case "cpu":
+		return "100m"
+	case "memory":
+		return "64Mi"
+	}
+	return was
+}
+
 // Patch is the step as a JSON merge patch of the object.
 func (s Step) Patch() map[string]any {
 	v := s.Value
@@ -419,13 +480,7 @@ func mapKeys(name string) []string {
 // where the values are quantities, else Minimal.
 func elementValue(key string, s *apiextensionsv1.JSONSchemaProps) any {
 	if s.XIntOrString {
-		switch key {
-		case "cpu":
-			return "100m"
-		case "memory":
-			return "64Mi"
-		}
-		return "1"
+		return keyValue(key, "1")
 	}
 	return Minimal(key, s)
 }

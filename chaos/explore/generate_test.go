@@ -2,6 +2,7 @@ package explore
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -277,3 +278,56 @@ func TestRemovals(t *testing.T) {
 	g.Expect(undo.Value).To(Equal("1Gi"), "undoing a removal sets the value back")
 	g.Expect(Removals(s, map[string]any{})).To(BeEmpty())
 }
+
+// Every section of the spec gets its turn at every level, so a section
+// of many fields does not crowd out the fields beside it.
+func TestFairOrder(t *testing.T) {
+	g := NewWithT(t)
+	var fields [][]string
+	for _, f := range []string{"spec.override.sts.a", "spec.override.sts.b", "spec.override.svc.c", "spec.override.sts.d",
+		"spec.replicas", "spec.override.sts.e", "spec.service.annotations", "spec.service.type", "spec.probes", "spec.probes.liveness.period"} {
+		fields = append(fields, strings.Split(f, "."))
+	}
+	var got []string
+	for _, f := range fairOrder(fields) {
+		got = append(got, strings.Join(f, "."))
+	}
+	g.Expect(got).To(Equal([]string{
+		"spec.override.sts.a", "spec.replicas", "spec.service.annotations", "spec.probes", // one from each section
+		"spec.override.svc.c", "spec.service.type", "spec.probes.liveness.period",
+		"spec.override.sts.b", "spec.override.sts.d", "spec.override.sts.e",
+	}))
+}
+
+// A step that sets a map's keys is followed by one that replaces them.
+func TestReplacing(t *testing.T) {
+	g := NewWithT(t)
+	ann := Step{Path: []string{"spec", "service", "annotations"}, Value: map[string]any{"gauntlet.dev/explore": "explore"}}
+	r, ok := Replacing(ann)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(r.Patch()).To(Equal(map[string]any{"spec": map[string]any{"service": map[string]any{"annotations": map[string]any{
+		"gauntlet.dev/explore": nil, "gauntlet.dev/explore-2": "explore"}}}}))
+	r, ok = Replacing(Step{Path: []string{"spec", "limits"}, Value: map[string]any{"cpu": "100m"}})
+	g.Expect(ok).To(BeTrue())
+	g.Expect(r.Value).To(Equal(map[string]any{"cpu": nil, "memory": "64Mi"}), "a known key trades for another")
+	inNew := Step{Path: []string{"spec", "override"}, Value: map[string]any{"labels": map[string]any{"k": "v"}},
+		Leaf: []string{"spec", "override", "labels"}, LeafValue: map[string]any{"k": "v"}}
+	r, ok = Replacing(inNew)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(r.Path).To(Equal(inNew.Leaf), "the new parent is there by then")
+	g.Expect(r.Value).To(Equal(map[string]any{"k": nil, "k-2": "v"}))
+	for _, s := range []Step{
+		{Path: []string{"spec", "limits"}, Value: map[string]any{"cpu": "100m", "memory": "64Mi"}},
+		{Path: []string{"spec", "labels"}, Value: map[string]any{"k": nil}},
+		{Path: []string{"spec", "labels"}, Value: map[string]any{"k": "v"}, AtCreation: true},
+		{Path: []string{"spec", "replicas"}, Value: 3},
+	} {
+		_, ok := Replacing(s)
+		g.Expect(ok).To(BeFalse(), "%s has no replacement", s)
+	}
+	p := Plan([]Step{ann, {Path: []string{"spec", "replicas"}, Value: 3}}, 1, 0, 1, nil)
+	g.Expect(p).To(ContainElement(Equal([]Step{ann, r0(ann)})), "the map's step runs with its replacement")
+	g.Expect(p).To(ContainElement(HaveLen(1)))
+}
+
+func r0(s Step) Step { r, _ := Replacing(s); return r }

@@ -3,10 +3,11 @@ package explore
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 )
 
-// Plan draws the campaign: every step alone, so that each value is tried
-// once, in rounds over the fields (byField), and up to sequences sequences, in an order the seed fixes. A third
+// Plan draws the campaign: every step alone (a map's keys then replaced),
+// so that each value is tried once, in rounds over the fields (byField), and up to sequences sequences, in an order the seed fixes. A third
 // of the sequences are a step and its undo (UndoOf, against base, the
 // starting resource), which the differential oracle judges as "undoing a
 // change restores the earlier state"; the others are 2 to maxLen steps on
@@ -22,30 +23,115 @@ func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any)
 	return interleave(singles, sequencesOf(rng, steps, sequences, maxLen, base))
 }
 
-// byField orders the steps as single-step sequences in rounds: the
-// fields in a seeded order, each giving one of its values per round (its
-// values too in a seeded order), so that a campaign cut short has
-// changed as many fields as it could rather than tried many values of a
-// few (an enum's members, an integer's bounds).
+// byField orders the steps as single-step sequences in rounds
+// (InRounds). A step that sets a map's keys is followed by one that
+// replaces them (Replacing): the keys an operator copied and never
+// removes show only then.
 func byField(rng *rand.Rand, steps []Step) [][]Step {
-	var fields []string
+	singles := make([][]Step, 0, len(steps))
+	for _, s := range inRounds(rng, steps) {
+		seq := []Step{s}
+		if r, ok := Replacing(s); ok {
+			seq = append(seq, r)
+		}
+		singles = append(singles, seq)
+	}
+	return singles
+}
+
+// InRounds orders steps in rounds: the fields in a fair order (fairOrder,
+// seeded), each giving one of its values per round (its values too in a
+// seeded order), so that a campaign cut short has changed as many fields
+// as it could, in every section of the spec, rather than tried many
+// values of a few (an enum's members, an integer's bounds) or many fields
+// of one section.
+func InRounds(steps []Step, seed uint64) []Step {
+	return inRounds(rand.New(rand.NewPCG(seed, 29)), steps)
+}
+
+func inRounds(rng *rand.Rand, steps []Step) []Step {
+	var fields [][]string
 	values := map[string][]Step{}
 	for _, i := range rng.Perm(len(steps)) {
 		f := steps[i].Field()
 		if _, ok := values[f]; !ok {
-			fields = append(fields, f)
+			fields = append(fields, steps[i].fieldPath())
 		}
 		values[f] = append(values[f], steps[i])
 	}
-	singles := make([][]Step, 0, len(steps))
-	for round := 0; len(singles) < len(steps); round++ {
-		for _, f := range fields {
-			if round < len(values[f]) {
-				singles = append(singles, []Step{values[f][round]})
+	fields = fairOrder(fields)
+	out := make([]Step, 0, len(steps))
+	for round := 0; len(out) < len(steps); round++ {
+		for _, path := range fields {
+			if vs := values[strings.Join(path, ".")]; round < len(vs) {
+				out = append(out, vs[round])
 			}
 		}
 	}
-	return singles
+	return out
+}
+
+// fairOrder orders fields, given in a seeded order, so that every section
+// of the spec gets its turn at every level: a round over spec's
+// children, each child's fields in the same fair order within it. A
+// section of seventy fields (a pod template the operator passes through)
+// then takes no more of a short campaign's first runs than a field of
+// the operator's own at the top; the seeded order decides who goes first
+// among siblings.
+func fairOrder(fields [][]string) [][]string {
+	root := &fieldTree{}
+	for _, f := range fields {
+		root.add(f, f)
+	}
+	return root.order()
+}
+
+// fieldTree is fields by their path, children in the order first seen.
+type fieldTree struct {
+	field []string // the field that ends here, if any
+	names []string
+	kids  map[string]*fieldTree
+}
+
+func (t *fieldTree) add(rest, field []string) {
+	if len(rest) == 0 {
+		t.field = field
+		return
+	}
+	if t.kids == nil {
+		t.kids = map[string]*fieldTree{}
+	}
+	k, ok := t.kids[rest[0]]
+	if !ok {
+		k = &fieldTree{}
+		t.kids[rest[0]] = k
+		t.names = append(t.names, rest[0])
+	}
+	k.add(rest[1:], field)
+}
+
+// order is the field here, if any, and each child's fields, one from each
+// in turn.
+func (t *fieldTree) order() [][]string {
+	var lists [][][]string
+	if t.field != nil {
+		lists = append(lists, [][]string{t.field})
+	}
+	for _, n := range t.names {
+		lists = append(lists, t.kids[n].order())
+	}
+	var out [][]string
+	for i := 0; ; i++ {
+		took := false
+		for _, l := range lists {
+			if i < len(l) {
+				out, took = append(out, l[i]), true
+			}
+		}
+		if !took {
+			return out
+		}
+	}
 }
 
 // interleave puts one of seqs after every len(singles)/len(seqs) singles
