@@ -141,10 +141,11 @@ func faultsFor(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*sce
 }
 
 // faultSweep is every fault of the menu once, in a seeded order, each
-// held while one value, drawn with the seed from those that change a
-// running resource, is set; the plan's first runs alternate with it
-// (alternate). As Sieve tries each perturbation of a workload once, a
-// campaign cut short has still held the faults it learned.
+// held while one value that changes a running resource is set, the
+// values taken in rounds over the fields (explore.InRounds) so that the
+// faults meet every section of the spec; the plan's first runs alternate
+// with it (alternate). As Sieve tries each perturbation of a workload
+// once, a campaign cut short has still held the faults it learned.
 func faultSweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]explore.Step, []*scenario.Fault) {
 	var changes []explore.Step
 	for _, st := range steps {
@@ -156,10 +157,11 @@ func faultSweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]e
 		return nil, nil
 	}
 	rng := rand.New(rand.NewPCG(seed, 28))
+	changes = explore.InRounds(changes, seed)
 	plan, faults := make([][]explore.Step, 0, len(menu)), make([]*scenario.Fault, 0, len(menu))
-	for _, i := range rng.Perm(len(menu)) {
+	for n, i := range rng.Perm(len(menu)) {
 		f := menu[i]
-		plan = append(plan, []explore.Step{changes[rng.IntN(len(changes))]})
+		plan = append(plan, []explore.Step{changes[n%len(changes)]})
 		faults = append(faults, &f)
 	}
 	return plan, faults

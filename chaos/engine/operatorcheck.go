@@ -359,6 +359,21 @@ func (r *run) stateWriteList(since time.Time) []string {
 	return out
 }
 
+// deletes counts the operator's deletes that succeeded since then, by
+// resource and name (endState.Deleted).
+func (r *run) deletes(since time.Time) map[string]int {
+	if r.e.view == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, q := range r.e.view.proxy.Requests() {
+		if !q.At.Before(since) && q.Status/100 == 2 && q.Info.Verb == "delete" && q.Info.Subresource == "" && !slices.Contains(notState, q.Info.Resource) {
+			out[q.Info.Resource+"/"+q.Info.Name]++
+		}
+	}
+	return out
+}
+
 // isStateWrite says whether a request through the proxy is a successful
 // write that changes what is (Leases and Events aside).
 func isStateWrite(q apiproxy.Request) bool {

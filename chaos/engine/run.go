@@ -194,7 +194,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	if err != nil {
 		return r.fail("reading the end state: %v", err), nil
 	}
-	end.Writes = r.stateWrites(r.started)
+	end.Writes, end.Deleted = r.stateWrites(r.started), r.deletes(r.started)
 	return res, end
 }
 

@@ -48,6 +48,11 @@ type endState struct {
 	// Writes is how many writes the operator made through the proxy
 	// during the run.
 	Writes int `json:"writes"`
+	// Deleted counts the operator's deletes that succeeded during the
+	// run, by resource and name ("statefulsets/db"): a run that deletes
+	// what its twin does not has destroyed something, even when its end
+	// state, rebuilt since, looks the same.
+	Deleted map[string]int `json:"deleted,omitempty"`
 	// Spec is the resource's spec at the end (not compared: a
 	// differential run creates a fresh resource with it).
 	Spec map[string]any `json:"spec,omitempty"`
@@ -240,7 +245,52 @@ func compareTwin(twin, faulted *endState, noise map[string]bool) ([]report.Check
 	if faulted.Writes > limit {
 		writes.Violation = fmt.Sprintf("the operator made %d writes, against %d in the fault-free twin", faulted.Writes, twin.Writes)
 	}
-	return []report.Check{state, writes}, diff
+	return []report.Check{state, writes, compareDeletes(twin, faulted, noise)}, diff
+}
+
+// compareDeletes judges the operator's deletes against its twin's: each
+// object deleted more often than the twin deleted it (an object of the
+// same name deleted again is another object) is a finding, unless the
+// two fault-free runs already deleted that resource differently. A fault
+// may cost retries, never an object the twin kept: an operator acting on
+// a stale view of a deleted resource deletes its successor's children.
+func compareDeletes(twin, faulted *endState, noise map[string]bool) report.Check {
+	check := report.Check{Kind: "twin", Name: "operator deletes only what the twin deletes",
+		Value: fmt.Sprintf("%d (twin %d)", total(faulted.Deleted), total(twin.Deleted)), Budget: "none the twin does not"}
+	var extra []string
+	for _, key := range slices.Sorted(maps.Keys(faulted.Deleted)) {
+		if n, in := faulted.Deleted[key], twin.Deleted[key]; n > in && !noise[deleteNoise(key)] {
+			extra = append(extra, fmt.Sprintf("%s (%s, %s in the twin)", key, times(n), times(in)))
+		}
+	}
+	if len(extra) > 0 {
+		check.Violation = "the operator deleted what the fault-free twin did not: " + strings.Join(extra, ", ")
+	}
+	return check
+}
+
+// deleteNoise is the noise key of a deleted object's resource.
+func deleteNoise(key string) string {
+	resource, _, _ := strings.Cut(key, "/")
+	return "deletes of " + resource
+}
+
+func times(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // differences lists where end state b differs from a: the status path by
@@ -321,6 +371,15 @@ func (e *Engine) learnNoise(a, b *endState) {
 	for _, d := range differences(a, b) {
 		g := generalize(d.Path)
 		if !e.noise[g] {
+			e.noise[g] = true
+			learned = append(learned, g)
+		}
+	}
+	deleted := map[string]int{}
+	maps.Copy(deleted, a.Deleted)
+	maps.Copy(deleted, b.Deleted)
+	for _, key := range slices.Sorted(maps.Keys(deleted)) {
+		if g := deleteNoise(key); a.Deleted[key] != b.Deleted[key] && !e.noise[g] {
 			e.noise[g] = true
 			learned = append(learned, g)
 		}

@@ -46,9 +46,10 @@ func TestCompareTwin(t *testing.T) {
 		"StatefulSet/db.spec.replicas: 5 | 3",
 	))
 	g.Expect(diff.Ignored).To(ConsistOf("status.members[0].id"))
-	g.Expect(checks).To(HaveLen(2))
+	g.Expect(checks).To(HaveLen(3))
 	g.Expect(checks[0].Violation).To(HavePrefix("the end state differs from the fault-free twin's in 4 places"))
 	g.Expect(checks[1].Violation).To(Equal("the operator made 200 writes, against 20 in the fault-free twin"))
+	g.Expect(checks[2].OK()).To(BeTrue(), "neither deleted anything")
 
 	// Another member leads after the fault: the same cluster.
 	led := func(leader int) *endState {
@@ -70,7 +71,7 @@ func TestCompareTwin(t *testing.T) {
 	g.Expect(checks[0].Violation).To(ContainSubstring("status.members[1].leader: true in the twin, absent after the fault"), "a leader lost is a finding")
 
 	same, _ := compareTwin(twin, twin, nil)
-	g.Expect(same[0].OK() && same[1].OK()).To(BeTrue(), "a run equals itself")
+	g.Expect(same[0].OK() && same[1].OK() && same[2].OK()).To(BeTrue(), "a run equals itself")
 	g.Expect(strings.Contains(show(map[string]any{"a": "<ns>"}), `\u003c`)).To(BeFalse(), "shown as written")
 }
 
@@ -100,4 +101,26 @@ func TestCollectedKindsCoverChildResources(t *testing.T) {
 			t.Errorf("%s: the oracles judge it, the envtest garbage collector does not collect it", gvr.GroupResource())
 		}
 	}
+}
+
+// A run that deletes an object its twin kept (or one of the same name
+// once more) breaks the twin oracle even when its end state looks the
+// same; a resource two fault-free runs delete differently never does.
+func TestCompareDeletes(t *testing.T) {
+	g := NewWithT(t)
+	twin := &endState{Deleted: map[string]int{"persistentvolumeclaims/data-db-0": 1}}
+	recreated := &endState{Deleted: map[string]int{"persistentvolumeclaims/data-db-0": 2, "statefulsets/db": 1}}
+	checks, _ := compareTwin(twin, recreated, nil)
+	g.Expect(checks[2].Name).To(Equal("operator deletes only what the twin deletes"))
+	g.Expect(checks[2].Value).To(Equal("3 (twin 1)"))
+	g.Expect(checks[2].Violation).To(Equal("the operator deleted what the fault-free twin did not: " +
+		"persistentvolumeclaims/data-db-0 (2 times, once in the twin), statefulsets/db (once, never in the twin)"))
+	checks, _ = compareTwin(recreated, twin, nil)
+	g.Expect(checks[2].OK()).To(BeTrue(), "deleting less is the end state's business (a leak), not this check's")
+
+	e := &Engine{o: Options{Log: io.Discard}}
+	e.learnNoise(&endState{Deleted: map[string]int{"pods/db-0": 1}}, &endState{})
+	g.Expect(e.noise).To(HaveKey("deletes of pods"))
+	checks, _ = compareTwin(&endState{}, &endState{Deleted: map[string]int{"pods/db-1": 1, "statefulsets/db": 1}}, e.noise)
+	g.Expect(checks[2].Violation).To(HaveSuffix(": statefulsets/db (once, never in the twin)"), "pods differ between equal runs")
 }

@@ -130,7 +130,8 @@ func TestRenderCampaign(t *testing.T) {
 	rep.Results = []*report.Result{run, refused, unjudged}
 	rep.Campaign = &report.Campaign{Base: "base", Seed: 1, Runs: 1, Fields: []string{"spec.image", "spec.replicas"}, Covered: []string{"spec.image"},
 		Follows: []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
-		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml"},
+		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml",
+			Again: []string{"explore-7", "explore-9"}},
 			{Scenario: "explore-5", Oracle: "settles", What: "gave up; status " + strings.Repeat("x", 400), Shrunk: []string{"spec.replicas=9"}, File: "findings/explore-5.yaml"}}}
 	b, err := Render(rep, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -141,6 +142,8 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring("<code>spec.image → StatefulSet/db spec.template.spec.containers[0].image</code>"))
 	g.Expect(html).To(ContainSubstring(`<a href="#explore-3">explore-3</a> broke <b>consistency: x</b>`))
 	g.Expect(html).To(ContainSubstring(`<p class="meta">explore: spec.replicas=2, then spec.image=x</p>`), "each run's steps under its heading")
+	g.Expect(html).To(ContainSubstring(`its cause again in 2 later runs, not shrunk: <a href="#explore-7">explore-7</a>, <a href="#explore-9">explore-9</a>`),
+		"a finding lists the runs that broke its oracle in the same place again")
 	g.Expect(html).To(ContainSubstring(`<span class="refused">1 refused by the operator, saying why</span>`))
 	g.Expect(html).To(ContainSubstring(`<span class="badge refused">refused</span>`))
 	g.Expect(html).To(ContainSubstring(`<span class="unjudged">1 not judged</span>`))
