@@ -219,7 +219,7 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 	}
 	want := *ma.EqualsAfter
 	var got float64
-	err := framework.PollFor(ctx, fmt.Sprintf("%s to be %v", name, want), time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+	err := framework.PollFor(ctx, fmt.Sprintf("%s to be %v", name, want), metricSettleWithin, time.Second, func(ctx context.Context) (bool, string, error) {
 		fams, err := r.scrapeOperator(ctx)
 		if err != nil {
 			return false, err.Error(), nil
@@ -338,6 +338,11 @@ func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
 		}
 	}
 }
+
+// metricSettleWithin is how long a metric asserted to equal a value after
+// the fault gets to reach it: a few of the operator's passes and the
+// scrape interval of its metrics endpoint.
+const metricSettleWithin = time.Minute
 
 // stateWrites counts the operator's successful writes through the proxy
 // since a moment, leaving out Leases (leader election renews one every

@@ -309,15 +309,20 @@ func differences(a, b *endState) []report.Difference {
 // show is a value in a few words, as the end-state comparison shows one.
 func show(v any) string { return endstate.Show(reflect.ValueOf(v)) }
 
+// collectedWithin is how long the garbage collector gets to remove a
+// deleted resource's children: it acts within seconds on an idle API
+// server, and a child still there after half a minute was never owned.
+const collectedWithin = 30 * time.Second
+
 // leftAfterDeletion checks, once the resource is gone, that its namespace
 // holds none of the objects an operator makes (Pods and claims aside: the
 // StatefulSet's retention policy decides those): what is left leaked.
-// Garbage collection gets 30s to remove children with owner references.
+// Garbage collection gets collectedWithin to remove children with owner references.
 func (r *run) leftAfterDeletion(ctx context.Context) {
 	// left is the last complete listing: a poll whose list failed keeps
 	// the one before, so the violation names what was left.
 	var left []string
-	err := framework.PollFor(ctx, "the resource's children to be collected", 30*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
+	err := framework.PollFor(ctx, "the resource's children to be collected", collectedWithin, time.Second, func(ctx context.Context) (bool, string, error) {
 		var now []string
 		for _, gvr := range childResources {
 			if gvr.Resource == "persistentvolumeclaims" {

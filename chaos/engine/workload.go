@@ -34,6 +34,18 @@ const workloadOpTimeout = 750 * time.Millisecond
 // now, run fault-free for its baseline before it returns; a command one
 // later, from during, once the fault's targets are known. It returns the
 // etcd-kv workload (nil for any other).
+// The workload's waits: its first writes come within a minute of a
+// healthy cluster's (etcd elects in seconds; a minute covers a member
+// still joining); the read-back of every acknowledged key gets two
+// minutes, each read bounded by the Failover's ReadTimeout; porcupine's
+// search is cut at a minute, past which the history is reported as
+// unknown rather than waited on.
+const (
+	firstWritesWithin     = time.Minute
+	readBackWithin        = 2 * time.Minute
+	linearizabilityBudget = time.Minute
+)
+
 func (r *run) startWorkload(ctx context.Context, seed uint64) (*workload.Workload, error) {
 	w := r.s.Spec.Workload
 	switch {
@@ -109,7 +121,7 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
 		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
 	r.closer = append(r.closer, func() { load.Stop() })
-	err = framework.PollFor(ctx, "the workload's first acknowledged writes", time.Minute, 100*time.Millisecond, func(context.Context) (bool, string, error) {
+	err = framework.PollFor(ctx, "the workload's first acknowledged writes", firstWritesWithin, 100*time.Millisecond, func(context.Context) (bool, string, error) {
 		n, last := 0, ""
 		for _, op := range load.Snapshot() {
 			if op.Kind == workload.KindPut && op.Outcome == workload.OK {
@@ -131,7 +143,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 	f := &r.res.Figures
 	counts := ledger.Counts()
 	f.AckedWrites, f.AmbiguousWrites = counts.AckedWrites, counts.AmbiguousWrites
-	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	vctx, cancel := context.WithTimeout(ctx, readBackWithin)
 	_, lost, err := ledger.VerifyDurability(vctx, r.kv)
 	cancel()
 	if err != nil {
@@ -143,7 +155,7 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 		c.Violation = fmt.Sprintf("%d acknowledged writes lost, the first %s=%s (revision %d): %s", len(lost), lost[0].Op.Key, lost[0].Op.Value, lost[0].Op.Revision, lost[0].Reason)
 	}
 	r.res.Checks = append(r.res.Checks, c)
-	lin, err := ledger.CheckLinearizable(time.Minute, r.res.Artifacts)
+	lin, err := ledger.CheckLinearizable(linearizabilityBudget, r.res.Artifacts)
 	if err != nil {
 		return fmt.Errorf("checking linearizability: %w", err)
 	}
