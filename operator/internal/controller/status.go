@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -310,46 +308,27 @@ func badNews(cond metav1.Condition) bool {
 // only when it is bad: a new cluster is not announced as "Available is
 // False: Bootstrapping". A fresh reconciler falls back to the status read.
 type announcedConditions struct {
-	mu      sync.Mutex
-	entries map[types.NamespacedName]announcedEntry
-}
-
-type announcedEntry struct {
-	uid    types.UID
-	status map[string]metav1.ConditionStatus
+	perCluster[map[string]metav1.ConditionStatus]
 }
 
 // flipped records cond's status and tells whether it is news: a change
 // from the status last announced (or, without one, the status read), or a
 // first status that is bad.
 func (a *announcedConditions) flipped(c *dbv1.DatabaseCluster, cond metav1.Condition, read *metav1.Condition) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	if a.entries == nil {
-		a.entries = map[types.NamespacedName]announcedEntry{}
+	announced, ok := a.get(c)
+	if !ok {
+		announced = map[string]metav1.ConditionStatus{}
+		a.put(c, announced)
 	}
-	e, ok := a.entries[key]
-	if !ok || e.uid != c.UID {
-		e = announcedEntry{uid: c.UID, status: map[string]metav1.ConditionStatus{}}
-		a.entries[key] = e
-	}
-	last, known := e.status[cond.Type]
+	last, known := announced[cond.Type]
 	if !known && read != nil {
 		last, known = read.Status, true
 	}
-	e.status[cond.Type] = cond.Status
+	announced[cond.Type] = cond.Status
 	if !known {
 		return badNews(cond)
 	}
 	return last != cond.Status
-}
-
-// forget drops a cluster that no longer exists.
-func (a *announcedConditions) forget(key types.NamespacedName) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.entries, key)
 }
 
 // countMembers renders "1 member" or "n members".

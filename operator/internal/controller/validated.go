@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
@@ -18,12 +16,10 @@ import (
 // would pay it again for the same answer. The spec changes only with the
 // generation, so the answer is kept until it does.
 type validatedSpecs struct {
-	mu      sync.Mutex
-	entries map[types.NamespacedName]validatedSpec
+	perCluster[validatedSpec]
 }
 
 type validatedSpec struct {
-	uid        types.UID
 	generation int64
 	errs       field.ErrorList
 }
@@ -32,29 +28,12 @@ type validatedSpec struct {
 // A cluster without a generation (one built in a test, never stored) is
 // validated every time.
 func (v *validatedSpecs) of(ctx context.Context, c *dbv1.DatabaseCluster) field.ErrorList {
-	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	v.mu.Lock()
-	e, ok := v.entries[key]
-	v.mu.Unlock()
-	if ok && c.Generation != 0 && e.uid == c.UID && e.generation == c.Generation {
+	if e, ok := v.get(c); ok && c.Generation != 0 && e.generation == c.Generation {
 		return e.errs
 	}
 	errs := validation.Cluster(ctx, c)
-	if c.Generation == 0 {
-		return errs
+	if c.Generation != 0 {
+		v.put(c, validatedSpec{generation: c.Generation, errs: errs})
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.entries == nil {
-		v.entries = map[types.NamespacedName]validatedSpec{}
-	}
-	v.entries[key] = validatedSpec{uid: c.UID, generation: c.Generation, errs: errs}
 	return errs
-}
-
-// forget drops a cluster that no longer exists.
-func (v *validatedSpecs) forget(key types.NamespacedName) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.entries, key)
 }

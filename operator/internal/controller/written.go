@@ -1,10 +1,6 @@
 package controller
 
 import (
-	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
-
 	dbv1 "github.com/gauntlet-dev/gauntlet/operator/api/v1beta1"
 )
 
@@ -23,39 +19,16 @@ import (
 // replaced at the operator's next change. A fresh reconciler starts from
 // the status it reads.
 type writtenStatuses struct {
-	mu      sync.Mutex
-	entries map[types.NamespacedName]writtenStatus
-}
-
-type writtenStatus struct {
-	uid    types.UID
-	status *dbv1.DatabaseClusterStatus
+	perCluster[*dbv1.DatabaseClusterStatus]
 }
 
 // last is the status last written for c (the same object, by UID), or nil.
 func (w *writtenStatuses) last(c *dbv1.DatabaseCluster) *dbv1.DatabaseClusterStatus {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e, ok := w.entries[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]
-	if !ok || e.uid != c.UID {
-		return nil
-	}
-	return e.status
+	st, _ := w.get(c)
+	return st
 }
 
 // record remembers st as written for c.
 func (w *writtenStatuses) record(c *dbv1.DatabaseCluster, st *dbv1.DatabaseClusterStatus) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.entries == nil {
-		w.entries = map[types.NamespacedName]writtenStatus{}
-	}
-	w.entries[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = writtenStatus{uid: c.UID, status: st.DeepCopy()}
-}
-
-// forget drops a cluster that no longer exists.
-func (w *writtenStatuses) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.entries, key)
+	w.put(c, st.DeepCopy())
 }
