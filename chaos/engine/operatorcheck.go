@@ -80,7 +80,7 @@ func (e *Engine) knownController(families map[string]*dto.MetricFamily) error {
 	if len(names) == 0 {
 		return fmt.Errorf("spec.metrics.controller %q: the operator's metrics have no %s series, so no controller to count (is it a controller-runtime operator, and spec.metrics its endpoint?)", m.Controller, total)
 	}
-	return fmt.Errorf("spec.metrics.controller %q: the operator has no such controller; its metrics name %s", m.Controller, quoteAll(names))
+	return fmt.Errorf("spec.metrics.controller %q: the operator has no such controller; its metrics name %s", m.Controller, scenario.QuoteAll(names))
 }
 
 // restarts counts container restarts and replaced pods between two states.

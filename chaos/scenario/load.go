@@ -433,3 +433,16 @@ func ErrorAt(file, path, format string, args ...any) FieldError {
 	}
 	return e
 }
+
+// QuoteAll lists values for a message that names the choices there were:
+// each quoted, or "none".
+func QuoteAll(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -7,7 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/preflight"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -57,7 +57,7 @@ func TestWriteValidates(t *testing.T) {
 	g.Expect(files.Write(out, false)).To(Succeed())
 	set, err := scenario.LoadPaths(out)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(engine.Preflight(set, nil)).To(Succeed())
+	g.Expect(preflight.Check(set, nil)).To(Succeed())
 	var names []string
 	for _, s := range set.Scenarios {
 		names = append(names, s.Metadata.Name)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/preflight"
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -53,7 +54,7 @@ func TestAnotherOperatorGetsNothingOfOurs(t *testing.T) {
 		g.Expect(f.imagesReady(t.Context())).To(Succeed(), out.String())
 	}
 	prog.Close()
-	g.Expect(engine.Preflight(f.loaded, f.overrides)).To(Succeed())
+	g.Expect(preflight.Check(f.loaded, f.overrides)).To(Succeed())
 
 	g.Expect(f.overrides).To(BeEmpty(), "no variable of ours is set for their files")
 	g.Expect(f.imagesToLoad()).To(ContainElement(theirs))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/preflight"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/starter"
 )
@@ -45,7 +45,7 @@ init returns. What it had to guess, it says.`,
 			}
 			set, err := scenario.LoadPaths(out)
 			if err == nil {
-				err = engine.Preflight(set, nil)
+				err = preflight.Check(set, nil)
 			}
 			if err != nil {
 				return fmt.Errorf("the files written to %s do not validate (a bug of init: please report it with your manifests):\n%w", out, err)

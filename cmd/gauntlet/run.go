@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
+	"github.com/gauntlet-dev/gauntlet/chaos/preflight"
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -369,7 +370,7 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 	for k, v := range f.set {
 		f.overrides[k] = v
 	}
-	if err := engine.Preflight(f.loaded, f.overrides); err != nil {
+	if err := preflight.Check(f.loaded, f.overrides); err != nil {
 		return usagef("the files do not fit the operator's manifests:\n%w", err)
 	}
 	hermetic, err := f.where(ctx, prog)

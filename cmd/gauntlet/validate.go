@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/preflight"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -39,7 +39,7 @@ runs the same files on a cluster.`,
 			set, err := scenario.LoadPaths(files...)
 			if err == nil {
 				// What only the rendered manifests and the CRD can tell.
-				err = engine.Preflight(set, overrides)
+				err = preflight.Check(set, overrides)
 			}
 			var es scenario.Errors
 			switch {

@@ -1,4 +1,4 @@
-package engine
+package preflight
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
-// Preflight checks a set of files against what they name, before any
+// Check checks a set of files against what they name, before any
 // cluster: the operator's rendered manifests (an image's replaces that no
 // container runs; a namespace and selector that select no pod template)
 // and the custom resource's CRD among them (a field of the resource's
 // manifest or of a CEL expression that its schema does not have, CEL that
 // does not give a bool). overrides are --set's. The error is a
 // scenario.Errors, each mistake at its file, line and field.
-func Preflight(set *scenario.Set, overrides map[string]string) error {
+func Check(set *scenario.Set, overrides map[string]string) error {
 	op := set.Operator.Spec
 	file := set.OperatorFile
 	objs, err := render.Operator(file, &op, render.Vars{Overrides: overrides, Defaults: op.Variables})
@@ -42,7 +42,7 @@ func Preflight(set *scenario.Set, overrides map[string]string) error {
 			continue
 		}
 		errs = append(errs, scenario.ErrorAt(file, fmt.Sprintf("spec.images[%d].replaces", i),
-			"%q (with any tag) is the image of no container in the operator's manifests; they run %s", img.Replaces, quoteAll(images)))
+			"%q (with any tag) is the image of no container in the operator's manifests; they run %s", img.Replaces, scenario.QuoteAll(images)))
 	}
 	errs = append(errs, selectorMistakes(file, &op, objs)...)
 	crds := crdsOf(objs)
@@ -80,7 +80,7 @@ func selectorMistakes(file string, op *scenario.OperatorSpec, objs []*unstructur
 				namespaces = append(namespaces, o.GetNamespace())
 			}
 		}
-		return scenario.Errors{scenario.ErrorAt(file, "spec.namespace", "%q: no workload of the operator's manifests runs there (their pod templates are in %s)", op.Namespace, quoteAll(namespaces))}
+		return scenario.Errors{scenario.ErrorAt(file, "spec.namespace", "%q: no workload of the operator's manifests runs there (their pod templates are in %s)", op.Namespace, scenario.QuoteAll(namespaces))}
 	}
 	return scenario.Errors{scenario.ErrorAt(file, "spec.selector", "%s selects no pod template of the operator's manifests in %s (%s)", sel, op.Namespace, strings.Join(there, "; "))}
 }
@@ -130,7 +130,7 @@ func schemaMistakes(file string, s *scenario.Scenario, crds []*apiextensionsv1.C
 	}
 	if version == nil {
 		return scenario.Errors{scenario.ErrorAt(file, "spec.resource.manifest", "%s: CRD %s serves no version %s (it serves %s)",
-			s.Spec.Resource.Manifest, crd.Name, gvk.Version, quoteAll(served))}
+			s.Spec.Resource.Manifest, crd.Name, gvk.Version, scenario.QuoteAll(served))}
 	}
 	sch, err := newResourceSchema(crd.Name, version)
 	if err != nil {
@@ -179,15 +179,4 @@ func containerImages(objs []*unstructured.Unstructured) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
-}
-
-func quoteAll(ss []string) string {
-	if len(ss) == 0 {
-		return "none"
-	}
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }
