@@ -196,11 +196,18 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 	return res
 }
 
-// whereBroken is the first place a run's end state differed from the
-// fresh resource's or the fault-free twin's ("" when it did not).
+// whereBroken is the place a run broke its oracle: the first place its
+// end state differed from the fresh resource's or the fault-free twin's,
+// else the place its first violated check names (the function the
+// operator panicked in); "" when neither names one.
 func whereBroken(res *report.Result) string {
 	if res.Twin != nil && len(res.Twin.Differences) > 0 {
 		return res.Twin.Differences[0].Path
+	}
+	for _, c := range res.Checks {
+		if !c.OK() {
+			return c.Where
+		}
 	}
 	return ""
 }

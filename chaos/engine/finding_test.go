@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -37,4 +38,19 @@ func TestFindingKeepsTheRecreate(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(back.Spec.Before).To(HaveLen(1))
 	g.Expect(back.Spec.Before[0].Recreate).To(BeTrue())
+}
+
+// A run is placed where its end state first differed, else where its
+// first violated check says it broke: two panics in two functions are
+// two causes.
+func TestWhereBroken(t *testing.T) {
+	g := NewWithT(t)
+	crashed := &report.Result{Checks: []report.Check{
+		{Name: "operator restarts", Violation: "operator restarted 1 times", Where: "panic in op/k8sutils.getEnvironmentVariables"},
+		{Name: "reconcile errors", Violation: "+3"},
+	}}
+	g.Expect(whereBroken(crashed)).To(Equal("panic in op/k8sutils.getEnvironmentVariables"))
+	crashed.Twin = &report.TwinDiff{Differences: []report.Difference{{Path: "Service/db.spec.ports"}}}
+	g.Expect(whereBroken(crashed)).To(Equal("Service/db.spec.ports"), "the end state's place first")
+	g.Expect(whereBroken(&report.Result{Checks: []report.Check{{Name: "settles", Violation: "gave up"}}})).To(BeEmpty())
 }

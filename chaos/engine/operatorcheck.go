@@ -134,8 +134,11 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 		if f.OperatorRestarts > a.OperatorRestarts {
 			c.Violation = fmt.Sprintf("operator restarted %d times (budget %d)", f.OperatorRestarts, a.OperatorRestarts)
 			if h := r.e.host; h != nil {
-				if p := h.LastPanic(); p != "" {
+				if p, fn := h.LastPanic(); p != "" {
 					c.Violation += "; it last exited with " + p
+					if fn != "" {
+						c.Where = "panic in " + fn
+					}
 				}
 			}
 		}

@@ -161,37 +161,37 @@ func (h *Host) Restarts() int { return h.op.restarts() }
 
 // LastPanic is the operator process's last Go panic, as its log shows
 // it: the panic line and the first function of the goroutine that
-// panicked ("panic: runtime error: ... in pkg.Func"), or "" when it has
-// not panicked.
-func (h *Host) LastPanic() string {
+// panicked ("panic: runtime error: ... in pkg.Func"), and that function
+// alone; "" when it has not panicked.
+func (h *Host) LastPanic() (message, function string) {
 	b, err := os.ReadFile(h.logPath)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	return lastPanic(string(b))
 }
 
-func lastPanic(log string) string {
+func lastPanic(log string) (message, function string) {
 	i := strings.LastIndex(log, "\npanic: ")
 	if i < 0 {
 		if !strings.HasPrefix(log, "panic: ") {
-			return ""
+			return "", ""
 		}
 	} else {
 		log = log[i+1:]
 	}
 	lines := strings.Split(log, "\n")
-	out := strings.TrimSpace(lines[0])
+	message = strings.TrimSpace(lines[0])
 	for j, l := range lines {
 		if strings.HasPrefix(l, "goroutine ") && j+1 < len(lines) {
 			fn, _, _ := strings.Cut(lines[j+1], "(")
 			if fn = strings.TrimSpace(fn); fn != "" && !strings.HasPrefix(fn, "panic") {
-				out += " in " + fn
+				message, function = message+" in "+fn, fn
 			}
 			break
 		}
 	}
-	return out
+	return message, function
 }
 
 // MetricsAddress is the operator's metrics endpoint, host:port.

@@ -43,13 +43,13 @@ redis-operator/k8sutils.enableRedisMonitoring({{0x388de322c420, 0x1c}})
 	/src/k8sutils/statefulset.go:314 +0x20f
 `
 	want := "panic: runtime error: invalid memory address or nil pointer dereference in redis-operator/k8sutils.enableRedisMonitoring"
-	if got := lastPanic(log); got != want {
-		t.Errorf("lastPanic:\n got %q\nwant %q", got, want)
+	if got, fn := lastPanic(log); got != want || fn != "redis-operator/k8sutils.enableRedisMonitoring" {
+		t.Errorf("lastPanic:\n got %q in %q\nwant %q", got, fn, want)
 	}
-	if got := lastPanic("I1127 starting manager\nE1127 an error\n"); got != "" {
-		t.Errorf("no panic: got %q", got)
+	if got, fn := lastPanic("I1127 starting manager\nE1127 an error\n"); got != "" || fn != "" {
+		t.Errorf("no panic: got %q in %q", got, fn)
 	}
-	if got := lastPanic("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n"); got != "panic: boom in main.main" {
-		t.Errorf("a panic on the first line: got %q", got)
+	if got, fn := lastPanic("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n"); got != "panic: boom in main.main" || fn != "main.main" {
+		t.Errorf("a panic on the first line: got %q in %q", got, fn)
 	}
 }

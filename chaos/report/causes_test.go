@@ -61,6 +61,8 @@ func TestSameCause(t *testing.T) {
 	pvc := Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", Shrunk: []string{"spec.pod.securityContext.seccompProfile.type=RuntimeDefault"}}
 	loop := Finding{Oracle: errs, Shrunk: []string{"spec.redisLeader.readinessProbe.successThreshold=3 (in a new spec.redisLeader)"}}
 	stale := Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template", FaultAction: "stale-view"}
+	crash := Finding{Oracle: "operator: operator restarts", Where: "panic in redis-operator/k8sutils.enableRedisMonitoring",
+		Shrunk: []string{"spec.kubernetesConfig.resources unset"}}
 	for _, tc := range []struct {
 		name string
 		f    Finding
@@ -76,6 +78,9 @@ func TestSameCause(t *testing.T) {
 		{"the finding's fault", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template.spec", FaultAction: "stale-view"}, true},
 		{"another fault", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template", FaultAction: "pod-kill"}, false},
 		{"no fault where the finding needs one", stale, Finding{Oracle: "twin", Where: "StatefulSet/zk.spec.template"}, false},
+		{"a panic in the same function", crash, Finding{Oracle: crash.Oracle, Where: crash.Where, Shrunk: []string{"spec.redisExporter.resources unset"}}, true},
+		{"a panic in another function, same family", crash, Finding{Oracle: crash.Oracle, Where: "panic in redis-operator/k8sutils.getEnvironmentVariables",
+			Shrunk: []string{"spec.kubernetesConfig.redisSecret.name=x"}}, false},
 		{"a fault where the finding needs none", pvc, Finding{Oracle: diff, Where: "PersistentVolumeClaim/data-zk-0", FaultAction: "pod-kill"}, true},
 	} {
 		if got := SameCause(tc.f, tc.run); got != tc.want {

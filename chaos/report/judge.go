@@ -72,6 +72,10 @@ type Check struct {
 	Budget string `json:"budget"` // "not judged" when the budget leaves it open
 	// Violation is empty when the figure is within its budget.
 	Violation string `json:"violation,omitempty"`
+	// Where is the place a violated check names, when it names one: the
+	// function an operator panicked in ("panic in pkg.Func"). Findings
+	// in different places are different causes.
+	Where string `json:"where,omitempty"`
 }
 
 // OK tells whether the figure is within its budget.
