@@ -16,6 +16,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
 // firstConverged waits for the new resource to converge. On a cluster,
@@ -59,6 +60,40 @@ func (r *run) convergeWithin() time.Duration {
 	return defaultConvergeWithin
 }
 
+// How long a convergence waits for the operator to see the harness's
+// last write to the resource and to fall quiet after it, before the
+// converged expressions are judged: a status that says "done" from before
+// the change would otherwise pass at once, and the next step (or the end
+// state) would be read before the operator acted on this one. Quiet is a
+// second without a write through the proxy, less than the two seconds
+// between a leader election's renewals; ten seconds bound an operator
+// that never falls quiet, after which convergence is judged anyway.
+const (
+	observeWithin = 10 * time.Second
+	quietFor      = time.Second
+)
+
+// awaitObserved waits, where the operator's client goes through the API
+// proxy, until a watch of the operator has delivered the resource at the
+// version the harness last wrote (or later) and the operator has made no
+// write in the resource's namespace for quietFor (its leader election's
+// renewals, elsewhere, are not its reaction). An operator whose watch the proxy cannot read
+// (protobuf) is not waited for.
+func (r *run) awaitObserved(ctx context.Context) {
+	v := r.e.view
+	if v == nil || r.wroteRV == "" {
+		return
+	}
+	err := framework.PollFor(ctx, "the operator to see "+r.obj.GetKind()+" "+r.obj.GetName()+" at resourceVersion "+r.wroteRV, observeWithin, 100*time.Millisecond,
+		func(context.Context) (bool, string, error) {
+			seen, why := v.proxy.Seen(apiproxy.Info{Resource: r.gvr.Resource, Namespace: r.ns, Name: r.obj.GetName()}, r.wroteRV, quietFor, notState...)
+			return seen, why, nil
+		})
+	if err != nil && ctx.Err() == nil {
+		r.e.logf("%s: %v; judging convergence anyway", r.s.Metadata.Name, err)
+	}
+}
+
 // waitConverged waits until every converged expression holds.
 func (r *run) waitConverged(ctx context.Context) error {
 	progs, err := compile(r.s.Spec.Resource.Converged)
@@ -66,6 +101,7 @@ func (r *run) waitConverged(ctx context.Context) error {
 		return err
 	}
 	within := r.convergeWithin()
+	r.awaitObserved(ctx)
 	// last is what the resource showed last: a failed look at the events
 	// as the wait runs out must not hide it.
 	var last string

@@ -181,7 +181,10 @@ func (r *run) actions(ctx context.Context, list string, actions []scenario.Actio
 			}
 			patch := []byte(r.vars.Expand(string(raw)))
 			err = framework.PollFor(ctx, fmt.Sprintf("the API server to accept %s[%d]'s patch", list, i), patchAdmissionWait, time.Second, func(ctx context.Context) (bool, string, error) {
-				_, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+				patched, err := r.resource().Patch(ctx, r.obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+				if err == nil {
+					r.wroteRV = patched.GetResourceVersion()
+				}
 				switch {
 				case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
 					// Refused by the schema, a CEL rule or a webhook:
@@ -269,7 +272,7 @@ func (r *run) recreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.obj = created
+	r.obj, r.wroteRV = created, created.GetResourceVersion()
 	if err := r.waitConverged(ctx); err != nil {
 		return err
 	}

@@ -100,6 +100,10 @@ type run struct {
 	started time.Time
 	// createdRV is the resource's resourceVersion when it was created.
 	createdRV string
+	// wroteRV is its resourceVersion after the harness's last write to it
+	// (its creation, a step's patch): a convergence counts once the
+	// operator has seen that version (awaitObserved).
+	wroteRV string
 	// deletedRV is where a before step's recreate first saw the old
 	// object marked for deletion.
 	deletedRV string
@@ -357,7 +361,7 @@ func (r *run) create(ctx context.Context) error {
 		case err != nil:
 			return false, err.Error(), nil
 		}
-		r.obj, r.createdRV = created, created.GetResourceVersion()
+		r.obj, r.createdRV, r.wroteRV = created, created.GetResourceVersion(), created.GetResourceVersion()
 		return true, "", nil
 	})
 }

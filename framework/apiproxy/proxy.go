@@ -22,11 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +60,12 @@ type Proxy struct {
 	requests []Request
 	injected []Injection
 	streams  map[*stream]struct{}
-	rng      *rand.Rand
+	// lastWrites is each resource's last successful write (LastWrites).
+	lastWrites map[string]Request
+	// delivered is each object's last event a JSON watch handed on to
+	// its client: its resourceVersion, and when.
+	delivered map[objKey]deliveredEvent
+	rng       *rand.Rand
 }
 
 // Options place the proxy where clients on other machines (pods of a
@@ -188,6 +196,70 @@ func (p *Proxy) Requests() []Request {
 	return append([]Request(nil), p.requests...)
 }
 
+type deliveredEvent struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// Delivered is the resourceVersion of the last ADDED or MODIFIED event of
+// an object that a watch through the proxy handed on to its client (what
+// the client has seen of it at the latest), and when it was handed on.
+// "" when no watch decoded as JSON carried it (a protobuf-only client's
+// stream is not read).
+func (p *Proxy) Delivered(resource, namespace, name string) (resourceVersion string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.delivered[objKey{resource, namespace, name}]
+	return d.resourceVersion, d.at
+}
+
+// Seen says whether the proxy's clients have seen the object at
+// resourceVersion rv or later (a watch handed on its event) and have made
+// no write in its namespace for quiet since then, leaving out writes to
+// the resources named in except (leases, events): the client has acted
+// on the change. When no watch the proxy reads carried the object (a
+// protobuf-only client), nothing can be known and it says yes. Else why
+// says what it waits for.
+func (p *Proxy) Seen(obj Info, rv string, quiet time.Duration, except ...string) (seen bool, why string) {
+	got, at := p.Delivered(obj.Resource, obj.Namespace, obj.Name)
+	if got == "" {
+		return true, ""
+	}
+	if !atLeast(got, rv) {
+		return false, "its watch has delivered resourceVersion " + got
+	}
+	last := ""
+	for _, q := range p.LastWrites() {
+		if end := q.At.Add(q.Took); q.Info.Namespace == obj.Namespace && !slices.Contains(except, q.Info.Resource) && end.After(at) {
+			at, last = end, q.Info.String()
+		}
+	}
+	if time.Since(at) < quiet {
+		return false, "seen; the client still writes (" + last + ")"
+	}
+	return true, ""
+}
+
+// atLeast compares two resourceVersions as the numbers etcd makes them,
+// or, when one is not a number, as equal or not.
+func atLeast(rv, want string) bool {
+	a, errA := strconv.ParseUint(rv, 10, 64)
+	b, errB := strconv.ParseUint(want, 10, 64)
+	if errA != nil || errB != nil {
+		return rv == want
+	}
+	return a >= b
+}
+
+// LastWrites is, per namespace and resource (with its subresource:
+// "db pods", "db rabbitmqclusters/status"; cluster-scoped ones under
+// " nodes"), the last write answered with a 2xx.
+func (p *Proxy) LastWrites() map[string]Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.lastWrites)
+}
+
 // Writes is how many writes (create, update, patch, delete,
 // deletecollection) were answered with a 2xx so far.
 func (p *Proxy) Writes() int { return int(p.writes.Load()) }
@@ -228,6 +300,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start)}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
+	if writeVerbs[x.info.Verb] && rec.status/100 == 2 {
+		if p.lastWrites == nil {
+			p.lastWrites = map[string]Request{}
+		}
+		key := x.info.Namespace + " " + x.info.Resource
+		if x.info.Subresource != "" {
+			key += "/" + x.info.Subresource
+		}
+		p.lastWrites[key] = req
+	}
 	p.mu.Unlock()
 	if writeVerbs[x.info.Verb] && rec.status/100 == 2 {
 		p.writes.Add(1)

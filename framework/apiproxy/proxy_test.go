@@ -174,6 +174,8 @@ func TestWatchEventRules(t *testing.T) {
 	}
 	f.events <- event("ADDED", "a", "1")
 	g.Expect(next()).To(Equal("ADDED a@1"))
+	delivered := func() string { rv, _ := p.Delivered("configmaps", "db", "a"); return rv }
+	g.Eventually(delivered).Should(Equal("1"), "what the client has seen of a")
 
 	drop, err := p.Add(Rule{Resource: "configmaps", Name: "a", Events: EventsDrop})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -181,6 +183,7 @@ func TestWatchEventRules(t *testing.T) {
 	f.events <- event("MODIFIED", "b", "3")
 	f.events <- bookmark("4")
 	g.Expect([]string{next(), next()}).To(Equal([]string{"MODIFIED b@3", "BOOKMARK @4"}), "a's event dropped, the bookmark passes")
+	g.Expect(delivered()).To(Equal("1"), "a dropped event was not seen")
 	p.Remove(drop)
 
 	hold, _ := p.Add(Rule{Resource: "configmaps", Name: "a", Events: EventsDelay})
@@ -189,6 +192,7 @@ func TestWatchEventRules(t *testing.T) {
 	g.Consistently(got).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "b waits behind the held a")
 	p.Remove(hold)
 	g.Expect([]string{next(), next()}).To(Equal([]string{"MODIFIED a@5", "MODIFIED b@6"}), "in order once removed")
+	g.Eventually(delivered).Should(Equal("5"), "a held event is seen once delivered")
 
 	co, _ := p.Add(Rule{Resource: "configmaps", Name: "a", Events: EventsCoalesce})
 	for _, e := range []string{event("MODIFIED", "a", "7"), event("MODIFIED", "a", "8"), event("MODIFIED", "b", "9"), event("MODIFIED", "a", "10")} {
@@ -358,4 +362,35 @@ func TestBeforeWriteSeesWritesFirst(t *testing.T) {
 	p.BeforeWrite(nil)
 	do(t, c, "DELETE", cms+"/b", "")
 	g.Expect(seen).To(Equal([]string{"delete configmaps db/a after 1", "patch configmaps db/a after 2"}), "each write, before it is sent; no read; none once removed")
+}
+
+// A client has seen an object once its watch handed on the object at the
+// version asked for or later, and it has acted on it once it made no
+// write in the object's namespace for the quiet time since.
+func TestSeen(t *testing.T) {
+	g := NewWithT(t)
+	f, p, c, base := startFake(t)
+	a := Info{Resource: "configmaps", Namespace: "db", Name: "a"}
+	seen, _ := p.Seen(a, "7", time.Hour)
+	g.Expect(seen).To(BeTrue(), "no watch carried it: nothing to wait for")
+
+	got := openWatch(t, c, base)
+	f.events <- event("MODIFIED", "a", "7")
+	g.Eventually(got).Should(Receive(Equal("MODIFIED a@7")))
+	g.Eventually(func() string { rv, _ := p.Delivered("configmaps", "db", "a"); return rv }).Should(Equal("7"))
+	seen, why := p.Seen(a, "8", 0)
+	g.Expect(seen).To(BeFalse())
+	g.Expect(why).To(Equal("its watch has delivered resourceVersion 7"))
+	seen, _ = p.Seen(a, "7", 0)
+	g.Expect(seen).To(BeTrue())
+
+	status, _ := do(t, c, http.MethodPatch, base+"/api/v1/namespaces/db/configmaps/b", "application/json")
+	g.Expect(status).To(Equal(http.StatusOK))
+	seen, why = p.Seen(a, "7", time.Hour)
+	g.Expect(seen).To(BeFalse(), "a write since")
+	g.Expect(why).To(Equal("seen; the client still writes (patch configmaps db/b)"))
+	g.Eventually(func() bool { seen, _ := p.Seen(a, "7", 200*time.Millisecond, "configmaps"); return seen }).Should(BeTrue(),
+		"writes to resources left out do not count, once quiet since the delivery")
+	seen, _ = p.Seen(Info{Resource: "configmaps", Namespace: "other", Name: "a"}, "7", time.Hour)
+	g.Expect(seen).To(BeTrue(), "nothing delivered of it, nor written in its namespace")
 }

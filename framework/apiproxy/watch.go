@@ -169,6 +169,9 @@ func (s *stream) write() {
 			if s.send(h.ev) != nil {
 				return
 			}
+			if h.ev.Type == "ADDED" || h.ev.Type == "MODIFIED" {
+				s.p.noteDelivered(objKey{s.info.Resource, h.meta.Namespace, h.meta.Name}, h.meta.ResourceVersion)
+			}
 		}
 		if done {
 			return
@@ -207,6 +210,15 @@ func (s *stream) delivered(h *held) {
 	case h.behind:
 		s.p.inject("", s.info, "delayed %s %s behind held events", waited, what)
 	}
+}
+
+func (p *Proxy) noteDelivered(k objKey, rv string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.delivered == nil {
+		p.delivered = map[objKey]deliveredEvent{}
+	}
+	p.delivered[k] = deliveredEvent{resourceVersion: rv, at: time.Now()}
 }
 
 func (s *stream) send(ev watchEvent) error {
