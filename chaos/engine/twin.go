@@ -397,18 +397,20 @@ func (e *Engine) learnNoise(a, b *endState) {
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
-// generalize writes a path's list indexes as [*]: a member's ID differs
-// between runs whichever member it is.
 // unpermuted sets aside the differences that only move values between
 // the items of a list: status.members[0].leader true in the twin and
 // status.members[1].leader true after the fault is the same cluster with
 // another leader, whoever the two fault-free twins happened to elect.
 // Per field of a list's items, when the twin's values at the differing
-// items are the faulted run's in another order, none is a finding.
+// items are the faulted run's in another order, none is a finding. The
+// same holds for whole items: a Service's ports built from a map come in
+// any order, and an item gone at one index and there at another is the
+// same list in another order (Kubernetes keys such lists; their order
+// says nothing).
 func unpermuted(diffs []report.Difference) (kept []report.Difference, permuted []string) {
 	groups := map[string][]report.Difference{}
 	for _, d := range diffs {
-		if g := generalize(d.Path); strings.Contains(g, "[*].") {
+		if g := generalize(d.Path); strings.Contains(g, "[*].") || strings.HasSuffix(g, "[*]") {
 			groups[g] = append(groups[g], d)
 		}
 	}
@@ -436,4 +438,6 @@ func unpermuted(diffs []report.Difference) (kept []report.Difference, permuted [
 	return kept, permuted
 }
 
+// generalize writes a path's list indexes as [*]: a member's ID differs
+// between runs whichever member it is.
 func generalize(path string) string { return listIndex.ReplaceAllString(path, "[*]") }

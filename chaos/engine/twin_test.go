@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
 
 // TestCompareTwin: a difference is reported path by path, twin beside
@@ -123,4 +124,22 @@ func TestCompareDeletes(t *testing.T) {
 	g.Expect(e.noise).To(HaveKey("deletes of pods"))
 	checks, _ = compareTwin(&endState{}, &endState{Deleted: map[string]int{"pods/db-1": 1, "statefulsets/db": 1}}, e.noise)
 	g.Expect(checks[2].Violation).To(HaveSuffix(": statefulsets/db (once, never in the twin)"), "pods differ between equal runs")
+}
+
+// A list's items in another order are the same list: an item gone at one
+// index and there at another is no finding; an item replaced is.
+func TestWholeItemsMoved(t *testing.T) {
+	g := NewWithT(t)
+	amqp := `{"name":"amqp","port":5672}`
+	kept, moved := unpermuted([]report.Difference{
+		{Path: "Service/rmq.spec.ports[0]", Twin: amqp, Faulted: "absent"},
+		{Path: "Service/rmq.spec.ports[2]", Twin: "absent", Faulted: amqp},
+	})
+	g.Expect(kept).To(BeEmpty())
+	g.Expect(moved).To(HaveLen(2))
+	kept, _ = unpermuted([]report.Difference{
+		{Path: "Service/rmq.spec.ports[0]", Twin: amqp, Faulted: "absent"},
+		{Path: "Service/rmq.spec.ports[2]", Twin: "absent", Faulted: `{"name":"amqp","port":5673}`},
+	})
+	g.Expect(kept).To(HaveLen(2), "another port is a difference")
 }
