@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -33,7 +34,7 @@ const (
 // finalizer, as of its deletion after a recreate, and expired watches. On a
 // cluster, a pod kill of each role the base scenario names too. Nothing
 // in it is known of the operator beforehand.
-func (e *Engine) faultMenu(since time.Time, ref *endState, roles map[string]scenario.Role) []scenario.Fault {
+func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string]scenario.Role) []scenario.Fault {
 	plural := ref.Plural
 	if e.view == nil {
 		return nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -42,7 +43,7 @@ func (r *run) followsAt(ctx context.Context, moment string) {
 	}
 	var misses []string
 	err := framework.PollFor(ctx, "the children to carry the spec's values", followGrace, time.Second, func(ctx context.Context) (bool, string, error) {
-		st, err := r.captureEnd(ctx)
+		st, err := compare.Capture(ctx, r.e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -71,7 +72,7 @@ func (r *run) followsAt(ctx context.Context, moment string) {
 // followMisses says, for each follow, what is wrong in st: "" when the
 // child holds the spec field's value, "-" when the spec leaves the field
 // unset (not judged).
-func followMisses(follows []scenario.Follow, st *endState) []string {
+func followMisses(follows []scenario.Follow, st *compare.State) []string {
 	out := make([]string, len(follows))
 	for i, f := range follows {
 		want, set := flatten(map[string]any{"spec": st.Spec})[f.Field]
@@ -81,15 +82,15 @@ func followMisses(follows []scenario.Follow, st *endState) []string {
 		}
 		child, ok := st.Children[f.Object]
 		if !ok {
-			out[i] = fmt.Sprintf("%s=%s, but there is no %s", f.Field, show(want), f.Object)
+			out[i] = fmt.Sprintf("%s=%s, but there is no %s", f.Field, compare.Show(want), f.Object)
 			continue
 		}
 		got, ok := flatten(child)[f.Path]
 		switch {
 		case !ok:
-			out[i] = fmt.Sprintf("%s=%s, but %s has no %s", f.Field, show(want), f.Object, f.Path)
+			out[i] = fmt.Sprintf("%s=%s, but %s has no %s", f.Field, compare.Show(want), f.Object, f.Path)
 		case !sameValue(want, got):
-			out[i] = fmt.Sprintf("%s=%s, but %s %s is %s", f.Field, show(want), f.Object, f.Path, show(got))
+			out[i] = fmt.Sprintf("%s=%s, but %s %s is %s", f.Field, compare.Show(want), f.Object, f.Path, compare.Show(got))
 		}
 	}
 	return out
@@ -172,11 +173,11 @@ func number(v any) (float64, bool) {
 // different values of the spec field, it held that value, and no
 // creation contradicts it.
 type followLearner struct {
-	creations []*endState
+	creations []*compare.State
 }
 
 // observe adds a resource created with its spec, once converged.
-func (l *followLearner) observe(st *endState) {
+func (l *followLearner) observe(st *compare.State) {
 	if st != nil {
 		l.creations = append(l.creations, st)
 	}
@@ -237,7 +238,7 @@ func compareFollows(a, b scenario.Follow) int {
 // referenceRun creates the base scenario's resource as it is, with no
 // step, and returns its result and, when it passed, what it converged
 // to: the first creation the consistency oracle learns from.
-func (e *Engine) referenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *endState, error) {
+func (e *Engine) referenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State, error) {
 	obj, err := e.baseObject(base)
 	if err != nil {
 		return nil, nil, err

@@ -5,14 +5,15 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
 // created is the end state of a resource created with image and
 // replicas: a StatefulSet that carries both, and a label that happens to
 // equal the image once.
-func created(image string, replicas int64, label string) *endState {
-	return &endState{
+func created(image string, replicas int64, label string) *compare.State {
+	return &compare.State{
 		Spec: map[string]any{"image": image, "replicas": replicas, "storage": "1Gi"},
 		Children: map[string]map[string]any{
 			"StatefulSet/demo": {
@@ -92,8 +93,8 @@ func TestFollowChecks(t *testing.T) {
 // way in the child still follows.
 func TestFollowLearnerMapLeaves(t *testing.T) {
 	g := NewWithT(t)
-	withCPU := func(cpu, child string) *endState {
-		return &endState{
+	withCPU := func(cpu, child string) *compare.State {
+		return &compare.State{
 			Spec: map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": cpu}}},
 			Children: map[string]map[string]any{"StatefulSet/demo": {"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 				"containers": []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": child}}}}}}}}},

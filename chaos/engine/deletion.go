@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // deletionOrder watches the resource and the children it controls while
@@ -30,7 +32,7 @@ type deletionOrder struct {
 // watchDeletion starts the watches; call it before deleting the resource.
 func (r *run) watchDeletion(ctx context.Context) (*deletionOrder, error) {
 	d := &deletionOrder{uid: string(r.obj.GetUID()), gone: map[string]time.Time{}, children: map[string]bool{}}
-	for _, gvr := range append([]schema.GroupVersionResource{r.gvr}, childResources...) {
+	for _, gvr := range append([]schema.GroupVersionResource{r.gvr}, compare.ChildResources...) {
 		ri := r.e.Dynamic.Resource(gvr).Namespace(r.ns)
 		list, err := ri.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -107,4 +109,61 @@ func (d *deletionOrder) judge(key string) report.Check {
 		c.Violation = "the resource went before its children (its finalizer was released before the cleanup it guards): " + c.Value
 	}
 	return c
+}
+
+// collectedWithin is how long the garbage collector gets to remove a
+// deleted resource's children: it acts within seconds on an idle API
+// server, and a child still there after half a minute was never owned.
+const collectedWithin = 30 * time.Second
+
+// leftAfterDeletion checks, once the resource is gone, that its namespace
+// holds none of the objects an operator makes (Pods and claims aside: the
+// StatefulSet's retention policy decides those): what is left leaked.
+// Garbage collection gets collectedWithin to remove children with owner references.
+func (r *run) leftAfterDeletion(ctx context.Context) {
+	// left is the last complete listing: a poll whose list failed keeps
+	// the one before, so the violation names what was left.
+	var left []string
+	err := framework.PollFor(ctx, "the resource's children to be collected", collectedWithin, time.Second, func(ctx context.Context) (bool, string, error) {
+		var now []string
+		for _, gvr := range compare.ChildResources {
+			if gvr.Resource == "persistentvolumeclaims" {
+				continue
+			}
+			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, fmt.Sprintf("listing %s: %v", gvr.Resource, err), nil
+			}
+			for _, c := range list.Items {
+				key := c.GetKind() + "/" + c.GetName()
+				if !slices.Contains(compare.HarnessObjects, key) {
+					now = append(now, key+ownersOf(&c))
+				}
+			}
+		}
+		left = now
+		return len(left) == 0, fmt.Sprint(left), nil
+	})
+	c := report.Check{Kind: "operator", Name: "nothing left once the resource is deleted", Value: "nothing", Budget: "nothing after 30s"}
+	if err != nil {
+		c.Value = strings.Join(left, ", ")
+		if len(left) == 0 {
+			c.Value = err.Error() // no listing ever completed
+		}
+		c.Violation = "left behind after the resource was deleted (leaked): " + c.Value
+		r.res.Violations = append(r.res.Violations, c.Violation)
+	}
+	r.res.Checks = append(r.res.Checks, c)
+}
+
+func ownersOf(u *unstructured.Unstructured) string {
+	refs := u.GetOwnerReferences()
+	if len(refs) == 0 {
+		return " (no owner reference)"
+	}
+	var owners []string
+	for _, o := range refs {
+		owners = append(owners, o.Kind+"/"+o.Name)
+	}
+	return " (owned by " + strings.Join(owners, ", ") + ")"
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -25,7 +26,7 @@ const freshSuffix = "-fresh"
 // ended with, and compares the two end states. The first fresh run of a
 // set is made twice, to learn what differs between two equal runs. It
 // returns the fresh resource's end state too, when it got that far.
-func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *endState) {
+func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
 	start := time.Now()
 	res, end := e.runOnce(ctx, s, seed, artifacts, false)
 	if res.Verdict() != report.Passed || end == nil {
@@ -46,7 +47,7 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 			return freshUnjudged(again, "the second fresh resource", s.Metadata.Name, start), nil
 		}
 	}
-	check, diff := compareFresh(freshEnd, end, e.noise)
+	check, diff := compare.Fresh(freshEnd, end, e.noise)
 	res.Checks = append(res.Checks, check)
 	res.Violations = append(res.Violations, report.Violations([]report.Check{check})...)
 	res.Twin = diff
@@ -85,38 +86,10 @@ func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir st
 	return &f, nil
 }
 
-// compareFresh judges the scenario's end state against a fresh
-// resource's with the same spec; writes differ by nature (the scenario
-// took more steps) and are not judged.
-func compareFresh(fresh, got *endState, noise map[string]bool) (report.Check, *report.TwinDiff) {
-	checks, diff := compareTwin(fresh, got, noise)
-	diff.Against = "fresh"
-	// The generation counts the spec's changes, so a resource that took
-	// more steps observes a higher one.
-	var kept []report.Difference
-	for _, d := range diff.Differences {
-		if strings.HasSuffix(d.Path, ".observedGeneration") {
-			diff.Ignored = append(diff.Ignored, d.Path)
-			continue
-		}
-		kept = append(kept, d)
-	}
-	diff.Differences = kept
-	check := checks[0]
-	check.Kind, check.Name = "differential", "end state equals a fresh resource's with the same spec"
-	check.Value, check.Violation = "equal", ""
-	if n := len(diff.Differences); n > 0 {
-		check.Value = fmt.Sprintf("%d differences", n)
-		first := diff.Differences[0]
-		check.Violation = fmt.Sprintf("the end state differs from a fresh resource's with the same spec in %d places, first %s: %s fresh, %s here", n, first.Path, first.Twin, first.Faulted)
-	}
-	return check, diff
-}
-
 // calibrate runs s once more, fault-free, and learns what differs
 // between that run and first, which ran the same way: noise, not a
 // finding. It returns the second run's result when that did not pass.
-func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *endState) *report.Result {
+func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *compare.State) *report.Result {
 	e.logf("%s: once more without a fault, to learn what differs between equal runs", s.Metadata.Name)
 	againRes, again := e.runOnce(ctx, s, seed, artifacts, true)
 	if againRes.Verdict() != report.Passed || again == nil {
@@ -146,4 +119,15 @@ func unjudged(twin *report.Result, which string, start time.Time) *report.Result
 	twin.Took = time.Since(start)
 	twin.Errors = append([]string{which + " did not pass, so the fault cannot be judged against it"}, twin.Errors...)
 	return twin
+}
+
+// learnNoise adds what differs between two fault-free end states to the
+// engine's noise.
+func (e *Engine) learnNoise(a, b *compare.State) {
+	if e.noise == nil {
+		e.noise = compare.Noise{}
+	}
+	if learned := e.noise.Learn(a, b); len(learned) > 0 {
+		e.logf("differs between two fault-free runs, so never a finding: %s", strings.Join(learned, ", "))
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/install"
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
@@ -120,7 +121,7 @@ type Engine struct {
 	relay *relay.Relay
 	// noise is what differed between two fault-free runs (paths with
 	// list indexes written [*]), and calibrated says it was learned.
-	noise      map[string]bool
+	noise      compare.Noise
 	calibrated bool
 	// refusable are, by scenario, the spec fields an explore campaign's
 	// run set: a condition naming one, for the resource's generation,

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -242,12 +243,12 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 }
 
 // ownedVersions maps the objects the resource controls, of the kinds the
-// end state compares (childResources), to their resourceVersions. Jobs and
+// end state compares (compare.ChildResources), to their resourceVersions. Jobs and
 // CronJobs are left out: their controllers write their status as they run
 // and on each schedule, whatever the operator does.
 func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	for _, gvr := range childResources {
+	for _, gvr := range compare.ChildResources {
 		if gvr.Group == "batch" {
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -158,7 +159,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	res, faulted := e.runOnce(ctx, s, seed, artifacts, false)
 	if faulted != nil {
-		checks, diff := compareTwin(twin, faulted, e.noise)
+		checks, diff := compare.Twin(twin, faulted, e.noise)
 		res.Checks = append(res.Checks, checks...)
 		res.Violations = append(res.Violations, report.Violations(checks)...)
 		res.Twin = diff
@@ -170,7 +171,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 
 // runOnce runs the scenario once (as the fault-free twin when asked) and
 // returns its result and, when it got that far, its end state.
-func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, twin bool) (*report.Result, *endState) {
+func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, twin bool) (*report.Result, *compare.State) {
 	start := time.Now()
 	name := s.Metadata.Name
 	r := &run{e: e, s: s, twin: twin, started: start, vars: render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
@@ -194,7 +195,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	if res.Verdict() != report.Passed || (e.view == nil && !s.Spec.Assertions.SameAsFresh && !twin) {
 		return res, nil
 	}
-	end, err := r.captureEnd(ctx)
+	end, err := compare.Capture(ctx, r.e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 	if err != nil {
 		return r.fail("reading the end state: %v", err), nil
 	}

@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 // workloadResources are the children whose readiness a status speaks of:
-// the first of childResources, StatefulSets and Deployments.
-var workloadResources = childResources[:2]
+// the first of compare.ChildResources, StatefulSets and Deployments.
+var workloadResources = compare.ChildResources[:2]
 
 // workloadState is what a workload child shows of its pods.
 type workloadState struct {

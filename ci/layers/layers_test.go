@@ -25,8 +25,9 @@ var layers = [][]string{
 	{"chaos/report", "chaos/render"},
 	// Drivers and views that know a report or a file, not a run: Chaos
 	// Mesh, the API relay, the Chaos Mesh install, the HTML report,
-	// gauntlet init's starter files, the files checked before a run.
-	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight"},
+	// gauntlet init's starter files, the files checked before a run, the
+	// comparison of two runs' end states.
+	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare"},
 	// envtest in place of nodes; a campaign as an Indexed Job.
 	{"chaos/envtesthost", "chaos/shard"},
 	// Run a scenario and judge it.
