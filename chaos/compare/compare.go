@@ -5,7 +5,9 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework/endstate"
@@ -28,7 +30,8 @@ func Twin(twin, faulted *State, noise Noise) ([]report.Check, *report.TwinDiff) 
 		kept = append(kept, d)
 	}
 	kept, permuted := unpermuted(kept)
-	diff.Differences, diff.Ignored = kept, append(diff.Ignored, permuted...)
+	kept, stamped := untimed(kept)
+	diff.Differences, diff.Ignored = kept, append(append(diff.Ignored, permuted...), stamped...)
 	state := report.Check{Kind: "twin", Name: endStateCheck, Value: "equal", Budget: "equal"}
 	if n := len(diff.Differences); n > 0 {
 		state.Value = fmt.Sprintf("%d differences", n)
@@ -42,7 +45,9 @@ func Twin(twin, faulted *State, noise Noise) ([]report.Check, *report.TwinDiff) 
 	if faulted.Writes > limit {
 		writes.Violation = fmt.Sprintf("the operator made %d writes, against %d in the fault-free twin", faulted.Writes, twin.Writes)
 	}
-	return []report.Check{state, writes, compareDeletes(twin, faulted, noise)}, diff
+	// An object deleted that the twin kept is the headline: what else
+	// differs at the end is, most often, the operator rebuilding it.
+	return []report.Check{compareDeletes(twin, faulted, noise), state, writes}, diff
 }
 
 // compareDeletes judges the operator's deletes against its twin's: each
@@ -200,6 +205,32 @@ func unpermuted(diffs []report.Difference) (kept []report.Difference, permuted [
 		kept = append(kept, d)
 	}
 	return kept, permuted
+}
+
+// untimed sets aside the differences between two timestamps: an
+// annotation that records when the operator last restarted or
+// reconfigured something (2026-11-28T04:05:06Z) holds another instant in
+// every run. Whether such a stamp is there at all is still compared.
+func untimed(diffs []report.Difference) (kept []report.Difference, stamped []string) {
+	for _, d := range diffs {
+		if isTimestamp(d.Twin) && isTimestamp(d.Faulted) {
+			stamped = append(stamped, d.Path+" (another instant)")
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, stamped
+}
+
+// isTimestamp says whether a value, as a difference shows it, is a
+// quoted RFC 3339 instant.
+func isTimestamp(shown string) bool {
+	s, err := strconv.Unquote(shown)
+	if err != nil {
+		return false
+	}
+	_, err = time.Parse(time.RFC3339Nano, s)
+	return err == nil
 }
 
 // generalize writes a path's list indexes as [*]: a member's ID differs
