@@ -82,12 +82,27 @@ type Replay struct {
 	// oracle it broke ("" for none).
 	Verdict string `json:"verdict,omitempty"`
 	Oracle  string `json:"oracle,omitempty"`
+	// Broken lists every oracle the run broke, in the order it judged
+	// them (Oracle first when it is no check: "settles", "runs").
+	Broken []string `json:"broken,omitempty"`
 	// Differences are where the end state differed from the twin's or a
 	// fresh resource's (the paths), when the oracle compares end states.
 	Differences []string      `json:"differences,omitempty"`
 	Error       string        `json:"error,omitempty"`
 	Report      string        `json:"report,omitempty"`
 	Took        time.Duration `json:"took,omitempty"`
+}
+
+// broken is Broken, or Oracle alone for a replay recorded before
+// replays listed every oracle.
+func (r Replay) broken() []string {
+	switch {
+	case len(r.Broken) > 0:
+		return r.Broken
+	case r.Oracle != "":
+		return []string{r.Oracle}
+	}
+	return nil
 }
 
 func (r Replay) String() string {
@@ -149,7 +164,7 @@ func judge(group []Bug, c Campaign) []BugResult {
 				r.Verdict, r.Finding, r.Why = Found, f, ""
 				break
 			}
-			if gone := removed(f.OnBuggy.Differences, onFix.Differences); onFix.Verdict == Fails && len(gone) > 0 {
+			if gone := removed(f.OnBuggy, onFix); len(gone) > 0 {
 				// The finding shows two faults of the operator at once;
 				// the fix removes this one's part.
 				r.Verdict, r.Finding = Found, f
@@ -217,7 +232,7 @@ func total(res *Result) Totals {
 // what it showed.
 func explained(f Finding) bool {
 	for _, r := range f.OnFixes {
-		if r.Verdict == Passes || r.Verdict == Fails && len(removed(f.OnBuggy.Differences, r.Differences)) > 0 {
+		if r.Verdict == Passes || len(removed(f.OnBuggy, r)) > 0 {
 			return true
 		}
 	}
@@ -233,30 +248,48 @@ func fixedEarlier(f Finding, fix string, earlier []string) bool {
 		switch {
 		case prev.Verdict == Passes:
 			return true
-		case prev.Verdict == Fails && mine.Verdict == Fails && len(removed(f.OnBuggy.Differences, prev.Differences)) > 0 &&
-			slices.Equal(removed(f.OnBuggy.Differences, prev.Differences), removed(f.OnBuggy.Differences, mine.Differences)):
+		case len(removed(f.OnBuggy, prev)) > 0 && slices.Equal(removed(f.OnBuggy, prev), removed(f.OnBuggy, mine)):
 			return true
 		}
 	}
 	return false
 }
 
-// removed are the differences on the buggy source that are gone on the
-// fix, when the fix shows no difference of its own.
-func removed(buggy, fix []string) []string {
+// removed is the part of the buggy source's failure that is gone on the
+// fix: the oracles it broke that hold there, and the end-state
+// differences gone. It is nil when the fix breaks anything the buggy
+// source did not (an oracle or a difference of its own), when nothing is
+// gone, or when every difference is gone yet the same oracles break (not
+// a failure by differences).
+func removed(buggy, fix Replay) []string {
+	if fix.Verdict != Fails && fix.Verdict != Other {
+		return nil
+	}
+	was, is := buggy.broken(), fix.broken()
 	var gone []string
-	for _, d := range buggy {
-		if !slices.Contains(fix, d) {
+	for _, o := range was {
+		if !slices.Contains(is, o) {
+			gone = append(gone, "the "+o+" violation")
+		}
+	}
+	for _, o := range is {
+		if !slices.Contains(was, o) {
+			return nil
+		}
+	}
+	oracles := len(gone)
+	for _, d := range buggy.Differences {
+		if !slices.Contains(fix.Differences, d) {
 			gone = append(gone, d)
 		}
 	}
-	for _, d := range fix {
-		if !slices.Contains(buggy, d) {
-			return nil // the fix differs elsewhere: not a part removed
+	for _, d := range fix.Differences {
+		if !slices.Contains(buggy.Differences, d) {
+			return nil
 		}
 	}
-	if len(gone) == len(buggy) {
-		return nil // all gone, yet the oracle broke: not by differences
+	if oracles == 0 && len(gone) == len(buggy.Differences) {
+		return nil
 	}
 	return gone
 }

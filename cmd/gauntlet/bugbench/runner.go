@@ -236,7 +236,7 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 	case code == 0:
 		rep.Verdict = Passes
 	case code == 1:
-		rep.Verdict, rep.Oracle, rep.Differences, err = judgeReplay(dir, f)
+		rep, err = judgeReplay(dir, f, rep)
 		if err != nil {
 			rep.Error = err.Error()
 		}
@@ -250,31 +250,43 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 // judgeReplay judges a failed replay as the campaign judged the run: it
 // fails when it broke the finding's oracle, passes when it broke none (a
 // spec the operator refused in a condition naming the field is no
-// failure, as in explore), and is Other when it broke another oracle: on
-// a fix, that tells nothing of the bug. differences are where its end
-// state differed from its twin's or a fresh resource's.
-func judgeReplay(dir string, f report.Finding) (verdict, oracle string, differences []string, err error) {
+// failure, as in explore), and is Other when it broke another oracle
+// first: on a fix, that alone tells nothing of the bug. It also lists
+// every oracle the run broke, and where its end state differed from its
+// twin's or a fresh resource's.
+func judgeReplay(dir string, f report.Finding, r Replay) (Replay, error) {
 	rep, err := report.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
-		return "", "", nil, err
+		return r, err
 	}
 	res := rep.Result(f.Scenario)
 	if res == nil {
-		return "", "", nil, fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
+		return r, fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
 	}
+	r.Differences, r.Broken = nil, nil
 	if res.Twin != nil {
 		for _, d := range res.Twin.Differences {
-			differences = append(differences, d.Path)
+			r.Differences = append(r.Differences, d.Path)
 		}
 	}
-	oracle, _ = engine.Oracle(res, f.Fields)
-	switch oracle {
-	case f.Oracle:
-		return Fails, oracle, differences, nil
-	case "":
-		return Passes, oracle, differences, nil
+	r.Oracle, _ = engine.Oracle(res, f.Fields)
+	for _, c := range res.Checks {
+		if !c.OK() {
+			r.Broken = append(r.Broken, c.Kind+": "+c.Name)
+		}
 	}
-	return Other, oracle, differences, nil
+	if r.Oracle != "" && !slices.Contains(r.Broken, r.Oracle) {
+		r.Broken = append([]string{r.Oracle}, r.Broken...)
+	}
+	switch r.Oracle {
+	case f.Oracle:
+		r.Verdict = Fails
+	case "":
+		r.Verdict, r.Broken = Passes, nil
+	default:
+		r.Verdict = Other
+	}
+	return r, nil
 }
 
 func readCampaign(dir string) (*report.Campaign, error) {
@@ -355,14 +367,13 @@ func Rejudge(res *Result) error {
 
 // rejudge reads a failed replay's report again.
 func rejudge(r Replay, f report.Finding) (Replay, error) {
-	if r.Verdict != Fails || r.Report == "" {
+	if (r.Verdict != Fails && r.Verdict != Other) || r.Report == "" {
 		return r, nil
 	}
-	verdict, oracle, differences, err := judgeReplay(r.Report, f)
+	r, err := judgeReplay(r.Report, f, r)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.Report, err)
 	}
-	r.Verdict, r.Oracle, r.Differences = verdict, oracle, differences
 	return r, nil
 }
 
