@@ -63,6 +63,9 @@ func compareDeletes(twin, faulted *State, noise Noise) report.Check {
 	for _, key := range slices.Sorted(maps.Keys(faulted.Deleted)) {
 		if n, in := faulted.Deleted[key], twin.Deleted[key]; n > in && !noise[deleteNoise(key)] {
 			extra = append(extra, fmt.Sprintf("%s (%s, %s in the twin)", key, times(n), times(in)))
+			if check.Where == "" {
+				check.Where = key // the place a finding of it is counted by
+			}
 		}
 	}
 	if len(extra) > 0 {

@@ -91,6 +91,7 @@ func TestCompareDeletes(t *testing.T) {
 	checks, _ := Twin(twin, recreated, nil)
 	g.Expect(checks[0].Name).To(Equal("operator deletes only what the twin deletes"))
 	g.Expect(checks[0].Value).To(Equal("3 (twin 1)"))
+	g.Expect(checks[0].Where).To(Equal("persistentvolumeclaims/data-db-0"))
 	g.Expect(checks[0].Violation).To(Equal("the operator deleted what the fault-free twin did not: " +
 		"persistentvolumeclaims/data-db-0 (2 times, once in the twin), statefulsets/db (once, never in the twin)"))
 	checks, _ = Twin(recreated, twin, nil)

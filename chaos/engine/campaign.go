@@ -166,50 +166,51 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 		res.Unjudged = "interrupted (the campaign's budget or a signal): what it saw last is no verdict on the operator"
 		return res
 	}
-	oracle, what := classify(res, seq)
+	all, what := report.Judge(res, setBy(seq))
 	switch {
-	case oracle != "" || res.Verdict() != report.Failed:
+	case len(all) > 0 || res.Verdict() != report.Failed:
 	case strings.HasPrefix(what, "refused"):
 		res.Refused = what
 	default: // not judged: the fault never fired, or only the deletion hung
 		res.Unjudged = what
 	}
 	c.e.logf("%s (%s): %s", name, res.Description, what)
-	if oracle == "" {
-		return res
+	b, again := firstNewCause(x.Findings, all, stepList(seq), fault)
+	switch {
+	case b != nil:
+		f := c.finding(ctx, name, seq, fault, b.Oracle, b.What)
+		f.Where = b.Where
+		f.After, f.Run = time.Since(start), x.Runs
+		x.Findings = append(x.Findings, f)
+	case again >= 0:
+		f := &x.Findings[again]
+		f.Again = append(f.Again, name)
+		c.e.logf("%s: the cause of %s again (%q), counted there, not shrunk", name, f.Scenario, f.Oracle)
 	}
-	run := report.Finding{Oracle: oracle, Where: whereBroken(res), Shrunk: stepList(seq)}
-	if fault != nil {
-		run.FaultAction = fault.Action
-	}
-	for i := range x.Findings {
-		if f := &x.Findings[i]; report.SameCause(*f, run) {
-			f.Again = append(f.Again, name)
-			c.e.logf("%s: the cause of %s again (%q), counted there, not shrunk", name, f.Scenario, oracle)
-			return res
-		}
-	}
-	f := c.finding(ctx, name, seq, fault, oracle, what)
-	f.Where = run.Where
-	f.After, f.Run = time.Since(start), x.Runs
-	x.Findings = append(x.Findings, f)
 	return res
 }
 
-// whereBroken is the place a run broke its oracle: the first place its
-// end state differed from the fresh resource's or the fault-free twin's,
-// else the place its first violated check names (the function the
-// operator panicked in); "" when neither names one.
-func whereBroken(res *report.Result) string {
-	if res.Twin != nil && len(res.Twin.Differences) > 0 {
-		return res.Twin.Differences[0].Path
-	}
-	for _, c := range res.Checks {
-		if !c.OK() {
-			return c.Where
+// firstNewCause judges the oracles a run broke, in order, against the
+// campaign's findings: each is a cause (an oracle at a place), and the
+// first that no finding holds is a new one. When every one is known, it
+// returns the index of the finding holding the first (-1 when the run
+// broke nothing).
+func firstNewCause(findings []report.Finding, all []report.Broken, steps []string, fault *scenario.Fault) (*report.Broken, int) {
+	again := -1
+	for i := range all {
+		run := report.Finding{Oracle: all[i].Oracle, Where: all[i].Where, Shrunk: steps}
+		if fault != nil {
+			run.FaultAction = fault.Action
+		}
+		known := slices.IndexFunc(findings, func(f report.Finding) bool { return report.SameCause(f, run) })
+		if known < 0 {
+			return &all[i], again
+		}
+		if again < 0 {
+			again = known
 		}
 	}
-	return ""
+	return nil, again
 }
 
 // finding shrinks a failing sequence to the fewest steps that break the
@@ -222,9 +223,9 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 	fails := func(try []explore.Step, fault *scenario.Fault) bool {
 		n++
 		res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, fault, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
-		got, _ := classify(res, try)
-		e.logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[got == oracle])
-		return got == oracle
+		still := slices.Contains(report.BrokenOracles(res, setBy(try)), oracle)
+		e.logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[still])
+		return still
 	}
 	shrunk := seq
 	if !o.NoShrink {

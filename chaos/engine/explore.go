@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -245,121 +243,10 @@ func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, e
 	return objs[0], nil
 }
 
-// verdictOf names the oracle a run broke ("" when it passed, or the API
-// server refused a step, which is the schema at work) and says what it
-// saw.
-func verdictOf(res *report.Result) (oracle, what string) {
-	if res.Verdict() == report.Passed {
-		return "", "passed"
-	}
-	var errs []string
-	if res.Run != nil {
-		errs = res.Errors
-	}
-	for _, msg := range errs {
-		switch {
-		case strings.Contains(msg, "the API server refused"):
-			return "", "refused by the API server: " + msg
-		case strings.Contains(msg, killNeverHappened):
-			// The step made no write the fault waits for: nothing held.
-			return "", "not judged, the fault never fired: " + msg
-		}
-	}
-	if len(res.Checks) > 0 && len(res.Violations) == 0 && len(errs) > 0 && strings.HasPrefix(errs[0], "cleanup: ") {
-		// Judged and passed; only its deletion hung (an environment
-		// that cannot run what the deletion needs).
-		return "", "passed, but not deleted: " + errs[0]
-	}
-	for _, c := range res.Checks {
-		if !c.OK() {
-			return c.Kind + ": " + c.Name, c.Violation
-		}
-	}
-	for _, msg := range errs {
-		if strings.Contains(msg, "converge") {
-			return "settles", msg
-		}
-	}
-	if len(errs) > 0 {
-		return "runs", errs[0]
-	}
-	return "failed", strings.Join(res.Violations, "; ")
-}
-
-// classify is verdictOf with the refusal oracle: a spec that does not
-// settle is no finding when a condition names a field the steps set.
+// classify is the first oracle a run broke, with the refusal oracle for
+// the fields its steps set (report.Oracle).
 func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
-	return Oracle(res, setBy(seq))
-}
-
-// Oracle names the oracle a run broke, as explore judges it, and says
-// what it saw: "" when it passed, when the API server refused a step, or
-// when it did not settle and a condition names one of fields, the fields
-// its steps set (the operator refused the spec and said why). A replay
-// of a finding's file is judged by it, as the campaign judged the run.
-func Oracle(res *report.Result, fields []string) (oracle, what string) {
-	oracle, what = verdictOf(res)
-	if oracle == "settles" {
-		if cond := namedInCondition(res.Conditions, fields); cond != "" {
-			return "", "refused by the operator, in its " + cond
-		}
-	}
-	return oracle, what
-}
-
-// namedInCondition finds, among the conditions a run last read, one
-// whose message names one of the fields a sequence set (spec.replicas): the
-// operator refused the spec, and said why, which the refusal oracle
-// allows. It returns "<type> condition (<status>): <message>", or "".
-func namedInCondition(conds []report.Condition, fields []string) string {
-	for _, c := range conds {
-		for _, f := range fields {
-			if names(c.Message, f) {
-				return fmt.Sprintf("%s condition (%s): %s", c.Type, c.Status, c.Message)
-			}
-		}
-	}
-	return ""
-}
-
-// names says whether a message names a field: its whole path, the end of
-// it from some parent on (an API server's refusal of a child object names
-// the child's own path: spec.trafficDistribution for
-// spec.override.service.spec.trafficDistribution), or its last name alone
-// when that cannot be a common word (camelCase, 10 letters or more:
-// disableNonTLSListeners), as a word of its own.
-func names(message, field string) bool {
-	parts := strings.Split(field, ".")
-	for i := 0; i+1 < len(parts); i++ {
-		if strings.Contains(message, strings.Join(parts[i:], ".")) {
-			return true
-		}
-	}
-	leaf := parts[len(parts)-1]
-	if len(leaf) < 10 || strings.ToLower(leaf) == leaf {
-		return false
-	}
-	for rest := message; ; {
-		i := strings.Index(rest, leaf)
-		if i < 0 {
-			return false
-		}
-		before, after := rest[:i], rest[i+len(leaf):]
-		if !endsInWordChar(before) && !startsWithWordChar(after) {
-			return true
-		}
-		rest = after
-	}
-}
-
-func endsInWordChar(s string) bool {
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
-}
-
-func startsWithWordChar(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
+	return report.Oracle(res, setBy(seq))
 }
 
 // missingParents counts the objects on path (spec and the field itself
@@ -388,7 +275,7 @@ func stepList(seq []explore.Step) []string {
 	return out
 }
 
-// refusedIn is namedInCondition over the conditions u shows for its
+// refusedIn is report.NamedInCondition over the conditions u shows for its
 // generation (a condition's own observedGeneration, else the status's:
 // an operator that refuses a spec may leave the status's behind), for
 // the fields the campaign's run set ("" outside one).
@@ -409,7 +296,7 @@ func (r *run) refusedIn(u *unstructured.Unstructured) string {
 			current = append(current, reportCondition(c))
 		}
 	}
-	return namedInCondition(current, fields)
+	return report.NamedInCondition(current, fields)
 }
 
 func fieldsOf(seq []explore.Step) []string {

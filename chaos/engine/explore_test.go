@@ -113,33 +113,6 @@ func TestWriteFindingLoads(t *testing.T) {
 	g.Expect(set.Scenarios[0].Spec.Assertions.Follows).To(Equal([]scenario.Follow{follow}), "the consistency oracle's follows replay")
 }
 
-func TestVerdictOf(t *testing.T) {
-	g := NewWithT(t)
-	res := func(errs []string, checks ...report.Check) *report.Result {
-		r := &report.Result{Run: &report.Run{Errors: errs}, Checks: checks}
-		r.Violations = report.Violations(checks)
-		return r
-	}
-	ok := report.Check{Kind: "stable", Name: "children keep still"}
-	diff := report.Check{Kind: "differential", Name: "end state equals a fresh resource's with the same spec", Violation: "differs in 1 places"}
-
-	oracle, _ := verdictOf(res(nil, ok))
-	g.Expect(oracle).To(BeEmpty(), "passed")
-	oracle, what := verdictOf(res([]string{"the action during the fault failed: during[0]: the API server refused during[0]'s patch: invalid"}))
-	g.Expect(oracle).To(BeEmpty(), "a refusal is the schema at work")
-	g.Expect(what).To(HavePrefix("refused"))
-	oracle, _ = verdictOf(res([]string{"cleanup: waiting for X to be deleted: gave up"}, ok))
-	g.Expect(oracle).To(BeEmpty(), "judged and passed; only its deletion hung")
-	oracle, what = verdictOf(res(nil, ok, diff))
-	g.Expect(oracle).To(Equal("differential: end state equals a fresh resource's with the same spec"))
-	g.Expect(what).To(Equal("differs in 1 places"))
-	oracle, _ = verdictOf(res([]string{"not converged after the heal: gave up"}))
-	g.Expect(oracle).To(Equal("settles"))
-	oracle, what = verdictOf(res([]string{"recovering from APIProxy/kill-after-write explore-4: the operator made fewer than 1 matching writes during the hold: " + killNeverHappened}))
-	g.Expect(oracle).To(BeEmpty(), "a fault that never fired judges nothing")
-	g.Expect(what).To(HavePrefix("not judged"))
-}
-
 func TestSkipField(t *testing.T) {
 	g := NewWithT(t)
 	skip := []string{"spec.backup", "spec.deletionPolicy"}
@@ -164,27 +137,6 @@ func TestClassifyRefusal(t *testing.T) {
 	g.Expect(what).To(HavePrefix("refused by the operator, in its Progressing condition (True): rolling update"))
 	oracle, _ = classify(stall("rolling update paused: scale to 3 or more members"), seq)
 	g.Expect(oracle).To(Equal("settles"), "the expression names spec.replicas, no condition does")
-}
-
-// A refusal names a field by its whole path, by its end from a parent on
-// (a child object's own path), or by a last name no common word could be.
-func TestNames(t *testing.T) {
-	for _, tc := range []struct {
-		message, field string
-		want           bool
-	}{
-		{"spec.replicas must be odd", "spec.replicas", true},
-		{`Service "x" is invalid: spec.trafficDistribution: Unsupported value: ""`, "spec.override.service.spec.trafficDistribution", true},
-		{"TLS is required when disableNonTLSListeners is set", "spec.tls.disableNonTLSListeners", true},
-		{"TLS is required when xdisableNonTLSListeners is set", "spec.tls.disableNonTLSListeners", false},
-		{"scale to 3 or more replicas", "spec.replicas", false},
-		{"the image cannot be pulled", "spec.image", false},
-		{"spec.storageClassName cannot change", "spec.persistence.storageClassName", true},
-	} {
-		if got := names(tc.message, tc.field); got != tc.want {
-			t.Errorf("names(%q, %q) = %v, want %v", tc.message, tc.field, got, tc.want)
-		}
-	}
 }
 
 // A sequence under a fault is judged against its fault-free twin, with a
@@ -223,8 +175,8 @@ func TestSetBy(t *testing.T) {
 	seq := []explore.Step{{Path: []string{"spec", "restoreFrom"}, Leaf: []string{"spec", "restoreFrom", "s3", "prefix"}}, {Path: []string{"spec", "replicas"}}}
 	g.Expect(setBy(seq)).To(Equal([]string{"spec.restoreFrom.s3.prefix", "spec.replicas", "spec.restoreFrom"}))
 	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.restoreFrom.s3.credentialsSecret: Secret "explore" does not exist`}}
-	g.Expect(namedInCondition(conds, setBy(seq))).NotTo(BeEmpty())
-	g.Expect(namedInCondition(conds, fieldsOf(seq))).To(BeEmpty())
+	g.Expect(report.NamedInCondition(conds, setBy(seq))).NotTo(BeEmpty())
+	g.Expect(report.NamedInCondition(conds, fieldsOf(seq))).To(BeEmpty())
 }
 
 // The seed draws which sequences run under a fault: never a single step,

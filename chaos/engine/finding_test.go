@@ -40,17 +40,22 @@ func TestFindingKeepsTheRecreate(t *testing.T) {
 	g.Expect(back.Spec.Before[0].Recreate).To(BeTrue())
 }
 
-// A run is placed where its end state first differed, else where its
-// first violated check says it broke: two panics in two functions are
-// two causes.
-func TestWhereBroken(t *testing.T) {
+// A run that breaks a known cause first and a new one after it is a
+// finding for the new one: an oracle every run breaks (a write after the
+// resource is released, on an operator that always makes it) hides no
+// other.
+func TestFirstNewCause(t *testing.T) {
 	g := NewWithT(t)
-	crashed := &report.Result{Checks: []report.Check{
-		{Name: "operator restarts", Violation: "operator restarted 1 times", Where: "panic in op/k8sutils.getEnvironmentVariables"},
-		{Name: "reconcile errors", Violation: "+3"},
-	}}
-	g.Expect(whereBroken(crashed)).To(Equal("panic in op/k8sutils.getEnvironmentVariables"))
-	crashed.Twin = &report.TwinDiff{Differences: []report.Difference{{Path: "Service/db.spec.ports"}}}
-	g.Expect(whereBroken(crashed)).To(Equal("Service/db.spec.ports"), "the end state's place first")
-	g.Expect(whereBroken(&report.Result{Checks: []report.Check{{Name: "settles", Violation: "gave up"}}})).To(BeEmpty())
+	released := report.Broken{Oracle: "operator: no write once the resource is released", Where: "configmaps/zk"}
+	state := report.Broken{Oracle: "twin: end state equals the fault-free twin's", Where: "PersistentVolumeClaim/data-zk-0.deleting"}
+	known := []report.Finding{{Scenario: "explore-1", Oracle: released.Oracle, Where: released.Where}}
+	b, again := firstNewCause(known, []report.Broken{released, state}, []string{"spec.replicas=3"}, nil)
+	g.Expect(b).To(HaveValue(Equal(state)))
+	g.Expect(again).To(Equal(0))
+	b, again = firstNewCause(known, []report.Broken{released}, nil, nil)
+	g.Expect(b).To(BeNil())
+	g.Expect(again).To(Equal(0), "counted under explore-1")
+	b, again = firstNewCause(nil, nil, nil, nil)
+	g.Expect(b).To(BeNil())
+	g.Expect(again).To(Equal(-1))
 }

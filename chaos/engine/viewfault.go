@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -144,10 +145,6 @@ func (k *killAfter) fire(r *run, req apiproxy.Request) {
 	r.e.logf("%s: killed the operator right after its write %s (in %s)", r.s.Metadata.Name, req.Info, time.Since(start).Round(time.Millisecond))
 }
 
-// killNeverHappened says a kill-after-write found no write to follow: the
-// run proves nothing, and explore judges nothing of it.
-const killNeverHappened = "the kill never happened"
-
 // check says whether the kill happened: a scenario whose fault never
 // fired proves nothing.
 func (k *killAfter) check(after int) error {
@@ -157,7 +154,7 @@ func (k *killAfter) check(after int) error {
 		return k.err
 	}
 	if after > 0 && !k.fired {
-		return fmt.Errorf("the operator made fewer than %d matching writes during the hold: %s (widen the match or lengthen the hold)", after, killNeverHappened)
+		return fmt.Errorf("the operator made fewer than %d matching writes during the hold: %s (widen the match or lengthen the hold)", after, report.KillNeverHappened)
 	}
 	return nil
 }

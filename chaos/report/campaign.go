@@ -81,7 +81,7 @@ type Finding struct {
 	FaultAction string   `json:"faultAction,omitempty"`
 	Shrunk      []string `json:"shrunk"`
 	// Fields are the spec fields the shrunk steps set, which the refusal
-	// oracle looks for in the conditions (engine.Oracle).
+	// oracle looks for in the conditions (Oracle).
 	Fields []string `json:"fields,omitempty"`
 	File   string   `json:"file"`
 	// Again are the later runs that broke the same oracle in the same

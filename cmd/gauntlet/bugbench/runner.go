@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/engine"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -248,12 +247,12 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, 
 }
 
 // judgeReplay judges a failed replay as the campaign judged the run: it
-// fails when it broke the finding's oracle, passes when it broke none (a
-// spec the operator refused in a condition naming the field is no
-// failure, as in explore), and is Other when it broke another oracle
-// first: on a fix, that alone tells nothing of the bug. It also lists
-// every oracle the run broke, and where its end state differed from its
-// twin's or a fresh resource's.
+// fails when it broke the finding's oracle (first or after another),
+// passes when it broke none (a spec the operator refused in a condition
+// naming the field is no failure, as in explore), and is Other when it
+// broke only others: on a fix, that alone tells nothing of the bug. It
+// also lists every oracle the run broke, and where its end state
+// differed from its twin's or a fresh resource's.
 func judgeReplay(dir string, f report.Finding, r Replay) (Replay, error) {
 	rep, err := report.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
@@ -269,20 +268,13 @@ func judgeReplay(dir string, f report.Finding, r Replay) (Replay, error) {
 			r.Differences = append(r.Differences, d.Path)
 		}
 	}
-	r.Oracle, _ = engine.Oracle(res, f.Fields)
-	for _, c := range res.Checks {
-		if !c.OK() {
-			r.Broken = append(r.Broken, c.Kind+": "+c.Name)
-		}
-	}
-	if r.Oracle != "" && !slices.Contains(r.Broken, r.Oracle) {
-		r.Broken = append([]string{r.Oracle}, r.Broken...)
-	}
-	switch r.Oracle {
-	case f.Oracle:
+	r.Oracle, _ = report.Oracle(res, f.Fields)
+	r.Broken = report.BrokenOracles(res, f.Fields)
+	switch {
+	case slices.Contains(r.Broken, f.Oracle):
 		r.Verdict = Fails
-	case "":
-		r.Verdict, r.Broken = Passes, nil
+	case len(r.Broken) == 0:
+		r.Verdict = Passes
 	default:
 		r.Verdict = Other
 	}
