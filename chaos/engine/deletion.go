@@ -17,6 +17,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
 // deletionOrder watches the resource and the children it controls while
@@ -166,4 +167,52 @@ func ownersOf(u *unstructured.Unstructured) string {
 		owners = append(owners, o.Kind+"/"+o.Name)
 	}
 	return " (owned by " + strings.Join(owners, ", ") + ")"
+}
+
+// writesAfterRelease checks that the operator writes nothing in the
+// resource's namespace once it has taken the resource's last finalizer
+// off (its last successful write to the resource after the harness
+// deleted it): from that moment the resource is gone, so a child created
+// then is one the garbage collector removes, and an update races it. A
+// pass that goes on after its finalizer step is the bug, and a restarted
+// or slower operator meets the children it re-created.
+func (r *run) writesAfterRelease(deleted time.Time) {
+	writes, where := releasedWrites(r.e.view.proxy.Requests(), r.ns, r.gvr.Resource, r.obj.GetName(), deleted)
+	c := report.Check{Kind: "operator", Name: "no write once the resource is released", Value: "none",
+		Budget: "none after its last finalizer is removed", Where: where}
+	if len(writes) > 0 {
+		c.Value = fmt.Sprintf("%d writes", len(writes))
+		c.Violation = fmt.Sprintf("the operator wrote after it removed the last finalizer of %s %s, which was then gone: %s",
+			r.obj.GetKind(), r.obj.GetName(), strings.Join(writes, ", "))
+		r.res.Violations = append(r.res.Violations, c.Violation)
+	}
+	r.res.Checks = append(r.res.Checks, c)
+}
+
+// releasedWrites finds, among the operator's requests since the resource
+// was deleted, its last successful write to the resource itself (the
+// release) and the writes in namespace ns that began after it ended
+// (deletes aside: removing what is left is no harm). where is the first
+// such write's resource and name.
+func releasedWrites(reqs []apiproxy.Request, ns, resource, name string, deleted time.Time) (writes []string, where string) {
+	var released time.Time
+	for _, q := range reqs {
+		if q.At.Before(deleted) || !isStateWrite(q) || q.Info.Namespace != ns {
+			continue
+		}
+		if q.Info.Resource == resource && q.Info.Name == name {
+			if q.Info.Subresource == "" && q.Info.Verb != "delete" {
+				released, writes, where = q.At.Add(q.Took), nil, ""
+			}
+			continue
+		}
+		if released.IsZero() || !q.At.After(released) || q.Info.Verb == "delete" || q.Info.Verb == "deletecollection" {
+			continue
+		}
+		if where == "" {
+			where = q.Info.Resource + "/" + q.Info.Name
+		}
+		writes = append(writes, q.Info.String())
+	}
+	return writes, where
 }

@@ -29,7 +29,9 @@ const freshSuffix = "-fresh"
 func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
 	start := time.Now()
 	res, end := e.runOnce(ctx, s, seed, artifacts, false)
-	if res.Verdict() != report.Passed || end == nil {
+	if end == nil {
+		// It failed before its end state was read; a failure after (of
+		// the resource's deletion) leaves its end state to compare.
 		return res, nil
 	}
 	fresh, err := e.freshScenario(s, end.Spec, filepath.Join(artifacts, s.Metadata.Name, "fresh"))
@@ -39,7 +41,7 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 	}
 	e.logf("%s: a fresh resource with the spec it ended with, to compare", s.Metadata.Name)
 	freshRes, freshEnd := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh"), true)
-	if freshRes.Verdict() != report.Passed || freshEnd == nil {
+	if freshEnd == nil {
 		return freshUnjudged(freshRes, "the fresh resource with the final spec", s.Metadata.Name, start), nil
 	}
 	if !e.calibrated {
@@ -88,11 +90,12 @@ func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir st
 
 // calibrate runs s once more, fault-free, and learns what differs
 // between that run and first, which ran the same way: noise, not a
-// finding. It returns the second run's result when that did not pass.
+// finding. It returns the second run's result when it failed before its end
+// state was read.
 func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *compare.State) *report.Result {
 	e.logf("%s: once more without a fault, to learn what differs between equal runs", s.Metadata.Name)
 	againRes, again := e.runOnce(ctx, s, seed, artifacts, true)
-	if againRes.Verdict() != report.Passed || again == nil {
+	if again == nil {
 		return againRes
 	}
 	e.learnNoise(first, again)
@@ -113,8 +116,9 @@ func freshUnjudged(fresh *report.Result, which, name string, start time.Time) *r
 }
 
 // unjudged is the result of a scenario whose fault-free twin did not
-// pass (its cleanup's checks included, which run after its end state was
-// read): the fault cannot be judged against it.
+// pass before its end state was read: the fault cannot be judged against
+// it. A twin that broke an oracle only in its deletion is judged on: the
+// faulted run's own deletion answers for that.
 func unjudged(twin *report.Result, which string, start time.Time) *report.Result {
 	twin.Took = time.Since(start)
 	twin.Errors = append([]string{which + " did not pass, so the fault cannot be judged against it"}, twin.Errors...)

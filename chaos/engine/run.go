@@ -149,7 +149,7 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	start := time.Now()
 	e.logf("%s: the fault-free twin first (seed %d)", s.Metadata.Name, seed)
 	twinRes, twin := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin"), true)
-	if twinRes.Verdict() != report.Passed || twin == nil {
+	if twin == nil {
 		return unjudged(twinRes, "the fault-free twin", start)
 	}
 	if e.host == nil || !e.calibrated {
@@ -434,6 +434,7 @@ func (r *run) cleanup(ctx context.Context) {
 				r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 			}
 		}
+		deleted := time.Now()
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
 		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", deletionWait, time.Second, func(ctx context.Context) (bool, string, error) {
 			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
@@ -443,6 +444,7 @@ func (r *run) cleanup(ctx context.Context) {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 		} else if r.e.view != nil {
 			r.leftAfterDeletion(ctx)
+			r.writesAfterRelease(deleted)
 		}
 		if order != nil {
 			c := order.judge(r.obj.GetKind() + "/" + r.obj.GetName())
