@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 )
@@ -140,4 +143,27 @@ func TestUntimed(t *testing.T) {
 	g.Expect(checks[1].Violation).To(ContainSubstring("restartedAt"), "a stamp there in one run only is a difference")
 	checks, _ = Twin(twin, sts(map[string]any{"example.com/restartedAt": "yesterday", "example.com/version": "1"}), nil)
 	g.Expect(checks[1].OK()).To(BeFalse(), "not an instant: compared as it is")
+}
+
+// A child older than its resource was kept from a recreate's earlier
+// object; whether the garbage collector removed an owned one before the
+// operator's first pass took it over is a race, not the operator's doing.
+func TestPredates(t *testing.T) {
+	g := NewWithT(t)
+	at := func(min int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 28, 5, min, 0, 0, time.UTC)) }
+	resource := &unstructured.Unstructured{}
+	resource.SetKind("RabbitmqCluster")
+	resource.SetName("rmq")
+	resource.SetCreationTimestamp(at(10))
+	child := func(made int, owners ...metav1.OwnerReference) *unstructured.Unstructured {
+		c := &unstructured.Unstructured{}
+		c.SetCreationTimestamp(at(made))
+		c.SetOwnerReferences(owners)
+		return c
+	}
+	owned := metav1.OwnerReference{Kind: "RabbitmqCluster", Name: "rmq", UID: "new"}
+	g.Expect(predates(child(5), resource)).To(BeTrue(), "a claim kept from the earlier cluster")
+	g.Expect(predates(child(5, metav1.OwnerReference{Kind: "StatefulSet", Name: "rmq-server"}), resource)).To(BeTrue(), "owned by another kind: not collected with the resource")
+	g.Expect(predates(child(5, owned), resource)).To(BeFalse(), "taken over before the collector got to it")
+	g.Expect(predates(child(12), resource)).To(BeFalse(), "made for this resource")
 }

@@ -87,15 +87,30 @@ func Capture(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersion
 				continue
 			}
 			child := normalizeValue(desired(c), norm).(map[string]any)
-			if made, resource := c.GetCreationTimestamp(), u.GetCreationTimestamp(); made.Before(&resource) {
-				// Older than the resource it serves: left by an earlier
-				// object of the same name (a recreate) and taken over.
+			if predates(c, u) {
 				child["predatesResource"] = true
 			}
 			st.Children[key] = child
 		}
 	}
 	return st, nil
+}
+
+// predates says whether child was left by an earlier resource of the
+// same name (a recreate) and kept: older than the resource, and not one
+// the garbage collector removes with it (no owner reference to a resource
+// of its kind and name). An owned child older than the resource is the
+// collector's race with the operator's first pass, which either may win:
+// it says nothing of the operator. A claim whose deletion failed and that
+// the new StatefulSet bound is the operator's doing.
+func predates(child, resource *unstructured.Unstructured) bool {
+	made, created := child.GetCreationTimestamp(), resource.GetCreationTimestamp()
+	if !made.Before(&created) {
+		return false
+	}
+	return !slices.ContainsFunc(child.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
+		return o.Kind == resource.GetKind() && o.Name == resource.GetName()
+	})
 }
 
 // stripStatus drops what differs between two equal runs: timestamps and
