@@ -434,6 +434,10 @@ func (r *run) cleanup(ctx context.Context) {
 				r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 			}
 		}
+		var owned map[string]bool
+		if r.e.view != nil {
+			owned = r.ownedChildren(ctx)
+		}
 		deleted := time.Now()
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
 		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", deletionWait, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -444,7 +448,7 @@ func (r *run) cleanup(ctx context.Context) {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 		} else if r.e.view != nil {
 			r.leftAfterDeletion(ctx)
-			r.writesAfterRelease(deleted)
+			r.writesAfterRelease(deleted, owned)
 		}
 		if order != nil {
 			c := order.judge(r.obj.GetKind() + "/" + r.obj.GetName())
