@@ -97,20 +97,16 @@ func Capture(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersion
 }
 
 // predates says whether child was left by an earlier resource of the
-// same name (a recreate) and kept: older than the resource, and not one
-// the garbage collector removes with it (no owner reference to a resource
-// of its kind and name). An owned child older than the resource is the
-// collector's race with the operator's first pass, which either may win:
-// it says nothing of the operator. A claim whose deletion failed and that
-// the new StatefulSet bound is the operator's doing.
+// same name (a recreate) and kept: older than the resource, and with no
+// owner reference, so that no garbage collection removes it. A child with
+// one (owned by the resource, or by a StatefulSet recreated with it) is
+// the collector's to remove, and whether it outlived its owner's recreate
+// is the collector's race with the operator's first pass, which either
+// may win: it says nothing of the operator. A claim whose deletion failed
+// and that the new StatefulSet bound is the operator's doing.
 func predates(child, resource *unstructured.Unstructured) bool {
 	made, created := child.GetCreationTimestamp(), resource.GetCreationTimestamp()
-	if !made.Before(&created) {
-		return false
-	}
-	return !slices.ContainsFunc(child.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
-		return o.Kind == resource.GetKind() && o.Name == resource.GetName()
-	})
+	return made.Before(&created) && len(child.GetOwnerReferences()) == 0
 }
 
 // stripStatus drops what differs between two equal runs: timestamps and
