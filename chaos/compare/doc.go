@@ -11,6 +11,11 @@
 // it ended with. What two fault-free runs already differ in is Noise, and
 // never a finding.
 //
+// List reads the kinds an operator's children are looked for in
+// (ChildResources), once for each check that needs them: the end state,
+// what is left after a deletion, which children the resource owns or
+// controls, and the watches of a deletion's order.
+//
 // The package knows the API server through a dynamic client and reports
 // through chaos/report; it knows nothing of how a run is driven, faulted or
 // chosen (chaos/engine, chaos/explore).

@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -15,26 +14,6 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/framework/endstate"
 )
-
-// ChildResources are the kinds an operator's children are looked for in,
-// in the resource's namespace; the workloads (workloadResources) first.
-var ChildResources = []schema.GroupVersionResource{
-	{Group: "apps", Version: "v1", Resource: "statefulsets"},
-	{Group: "apps", Version: "v1", Resource: "deployments"},
-	{Version: "v1", Resource: "services"},
-	{Version: "v1", Resource: "configmaps"},
-	{Version: "v1", Resource: "secrets"},
-	{Version: "v1", Resource: "serviceaccounts"},
-	{Version: "v1", Resource: "persistentvolumeclaims"},
-	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
-	{Group: "batch", Version: "v1", Resource: "cronjobs"},
-	{Group: "batch", Version: "v1", Resource: "jobs"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-}
-
-// HarnessObjects are made by Kubernetes itself in every namespace.
-var HarnessObjects = []string{"ConfigMap/kube-root-ca.crt", "ServiceAccount/default"}
 
 // State is what a run left once it converged, in a form two runs in
 // different namespaces can be compared by: the resource's status without
@@ -72,27 +51,17 @@ func Capture(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersion
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	norm := strings.NewReplacer(ns, "<namespace>", string(u.GetUID()), "<uid>")
 	st.Status = normalizeValue(stripStatus(status), norm).(map[string]any)
-	for _, gvr := range ChildResources {
-		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
-		}
-		for i := range list.Items {
-			c := &list.Items[i]
-			key := c.GetKind() + "/" + c.GetName()
-			if c.GetKind() == "" {
-				key = gvr.Resource + "/" + c.GetName()
-			}
-			if slices.Contains(HarnessObjects, key) {
-				continue
-			}
-			child := normalizeValue(desired(c), norm).(map[string]any)
-			if predates(c, u) {
-				child["predatesResource"] = true
-			}
-			st.Children[key] = child
-		}
+	children, err := List(ctx, dyn, ns)
+	if err != nil {
+		return nil, err
 	}
+	children.Each(func(_ schema.GroupVersionResource, key string, c *unstructured.Unstructured) {
+		child := normalizeValue(desired(c), norm).(map[string]any)
+		if predates(c, u) {
+			child["predatesResource"] = true
+		}
+		st.Children[key] = child
+	})
 	return st, nil
 }
 

@@ -30,23 +30,40 @@ type deletionOrder struct {
 	stop     []func()
 }
 
-// watchDeletion starts the watches; call it before deleting the resource.
-func (r *run) watchDeletion(ctx context.Context) (*deletionOrder, error) {
+// beforeDeletion lists the resource and its children once before the
+// resource is deleted: the children it owns then are the ones the release
+// oracle judges writes to (view runs), and with the children-first
+// assertion the listing starts the watches that record the deletion's
+// order.
+func (r *run) beforeDeletion(ctx context.Context) (order *deletionOrder, owned map[string]bool) {
+	watch := r.s.Spec.Assertions.Deletion != nil && r.s.Spec.Assertions.Deletion.ChildrenFirst
+	if !watch && r.e.view == nil {
+		return nil, nil
+	}
+	before, err := compare.List(ctx, r.e.Dynamic, r.ns, append([]schema.GroupVersionResource{r.gvr}, compare.ChildResources...)...)
+	if err == nil {
+		owned = before.OwnedBy(string(r.obj.GetUID()))
+		if watch {
+			order, err = r.watchDeletion(ctx, before)
+		}
+	}
+	if err != nil {
+		r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
+	}
+	return order, owned
+}
+
+// watchDeletion starts a watch of each kind listed, from its list.
+func (r *run) watchDeletion(ctx context.Context, listed compare.Listing) (*deletionOrder, error) {
 	d := &deletionOrder{uid: string(r.obj.GetUID()), gone: map[string]time.Time{}, children: map[string]bool{}}
-	for _, gvr := range append([]schema.GroupVersionResource{r.gvr}, compare.ChildResources...) {
-		ri := r.e.Dynamic.Resource(gvr).Namespace(r.ns)
-		list, err := ri.List(ctx, metav1.ListOptions{})
+	for _, l := range listed {
+		for i := range l.List.Items {
+			d.note(&l.List.Items[i])
+		}
+		w, err := r.e.Dynamic.Resource(l.Resource).Namespace(r.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: l.List.GetResourceVersion()})
 		if err != nil {
 			d.close()
-			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
-		}
-		for i := range list.Items {
-			d.note(&list.Items[i])
-		}
-		w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-		if err != nil {
-			d.close()
-			return nil, fmt.Errorf("watching %s: %w", gvr.Resource, err)
+			return nil, fmt.Errorf("watching %s: %w", l.Resource.Resource, err)
 		}
 		d.stop = append(d.stop, w.Stop)
 		go d.follow(w)
@@ -112,6 +129,13 @@ func (d *deletionOrder) judge(key string) report.Check {
 	return c
 }
 
+// leakable are the kinds nothing may be left of once the resource is
+// deleted: its children's but claims, which the StatefulSet's retention
+// policy keeps or not.
+var leakable = slices.DeleteFunc(slices.Clone(compare.ChildResources), func(gvr schema.GroupVersionResource) bool {
+	return gvr.Resource == "persistentvolumeclaims"
+})
+
 // collectedWithin is how long the garbage collector gets to remove a
 // deleted resource's children: it acts within seconds on an idle API
 // server, and a child still there after half a minute was never owned.
@@ -126,22 +150,14 @@ func (r *run) leftAfterDeletion(ctx context.Context) {
 	// the one before, so the violation names what was left.
 	var left []string
 	err := framework.PollFor(ctx, "the resource's children to be collected", collectedWithin, time.Second, func(ctx context.Context) (bool, string, error) {
-		var now []string
-		for _, gvr := range compare.ChildResources {
-			if gvr.Resource == "persistentvolumeclaims" {
-				continue
-			}
-			list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, fmt.Sprintf("listing %s: %v", gvr.Resource, err), nil
-			}
-			for _, c := range list.Items {
-				key := c.GetKind() + "/" + c.GetName()
-				if !slices.Contains(compare.HarnessObjects, key) {
-					now = append(now, key+ownersOf(&c))
-				}
-			}
+		children, err := compare.List(ctx, r.e.Dynamic, r.ns, leakable...)
+		if err != nil {
+			return false, err.Error(), nil
 		}
+		var now []string
+		children.Each(func(_ schema.GroupVersionResource, key string, c *unstructured.Unstructured) {
+			now = append(now, key+ownersOf(c))
+		})
 		left = now
 		return len(left) == 0, fmt.Sprint(left), nil
 	})
@@ -190,25 +206,6 @@ func (r *run) writesAfterRelease(deleted time.Time, owned map[string]bool) {
 		r.res.Violations = append(r.res.Violations, c.Violation)
 	}
 	r.res.Checks = append(r.res.Checks, c)
-}
-
-// ownedChildren are the objects of the resource's namespace with an owner
-// reference to it, as "<resource>/<name>" (statefulsets/db); an object
-// that cannot be listed is left out.
-func (r *run) ownedChildren(ctx context.Context) map[string]bool {
-	out := map[string]bool{}
-	for _, gvr := range compare.ChildResources {
-		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		for _, c := range list.Items {
-			if slices.ContainsFunc(c.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.obj.GetUID() }) {
-				out[gvr.Resource+"/"+c.GetName()] = true
-			}
-		}
-	}
-	return out
 }
 
 // releasedWrites finds, among the operator's requests since the resource

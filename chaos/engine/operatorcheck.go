@@ -11,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -247,24 +249,22 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 // CronJobs are left out: their controllers write their status as they run
 // and on each schedule, whatever the operator does.
 func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
-	for _, gvr := range compare.ChildResources {
-		if gvr.Group == "batch" {
-			continue
-		}
-		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == r.obj.GetUID() {
-				out[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
-			}
-		}
+	children, err := compare.List(ctx, r.e.Dynamic, r.ns, settled...)
+	if err != nil {
+		return nil, err
 	}
+	out := map[string]string{}
+	children.Each(func(_ schema.GroupVersionResource, key string, o *unstructured.Unstructured) {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == r.obj.GetUID() {
+			out[key] = o.GetResourceVersion()
+		}
+	})
 	return out, nil
 }
+
+// settled are the child kinds whose objects stop changing once the
+// operator has: all but Jobs and CronJobs.
+var settled = slices.DeleteFunc(slices.Clone(compare.ChildResources), func(gvr schema.GroupVersionResource) bool { return gvr.Group == "batch" })
 
 // unstable returns the owned objects whose resourceVersion changed over d.
 func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {

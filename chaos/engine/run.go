@@ -427,17 +427,7 @@ func (r *run) cleanup(ctx context.Context) {
 		}
 	}
 	if r.obj != nil && r.obj.GetUID() != "" {
-		var order *deletionOrder
-		if d := r.s.Spec.Assertions.Deletion; d != nil && d.ChildrenFirst {
-			var err error
-			if order, err = r.watchDeletion(ctx); err != nil {
-				r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
-			}
-		}
-		var owned map[string]bool
-		if r.e.view != nil {
-			owned = r.ownedChildren(ctx)
-		}
+		order, owned := r.beforeDeletion(ctx)
 		deleted := time.Now()
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
 		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", deletionWait, time.Second, func(ctx context.Context) (bool, string, error) {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -123,18 +124,16 @@ func (r *run) disagreement(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var workloads []workloadState
-	for _, gvr := range workloadResources {
-		list, err := r.e.Dynamic.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return "", err
-		}
-		for i := range list.Items {
-			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == u.GetUID() {
-				workloads = append(workloads, workloadOf(&list.Items[i]))
-			}
-		}
+	listed, err := compare.List(ctx, r.e.Dynamic, r.ns, workloadResources...)
+	if err != nil {
+		return "", err
 	}
+	var workloads []workloadState
+	listed.Each(func(_ schema.GroupVersionResource, _ string, o *unstructured.Unstructured) {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == u.GetUID() {
+			workloads = append(workloads, workloadOf(o))
+		}
+	})
 	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	return untruthful(conditionsOf(u), u.GetGeneration(), observed, workloads), nil
 }
