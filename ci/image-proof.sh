@@ -40,7 +40,7 @@ step "run a view scenario on the image's envtest" \
   expect "| kill-after-deployment-write | passed |" docker run --rm --user "$user" -v "$work/memcached:/work" "$image" \
   run --envtest -f /work/view-scenarios --scenario kill-after-deployment-write --seed 1 --report /work/report
 mkdir -p "$work/run"
-cp fixtures/reports/kind-seed-2026.json "$work/run/report.json"
+cp chaos/report/testdata/kind-seed-2026.json "$work/run/report.json"
 chmod -R a+rwX "$work/run"
 step "render a recorded run's report into a mounted folder" \
   expect "report.html" docker run --rm --user "$user" -v "$work/run:/work/run" "$image" report /work/run

@@ -92,10 +92,14 @@ func startKind(t *testing.T, controllerImage, daemonImage string) (*rest.Config,
 		}
 	}
 
-	cluster, err := cluster.Start(ctx, cluster.Options{
-		NodeImage:  getenv("GAUNTLET_NODE_IMAGE", "gauntlet.dev/kind-node:v1.35.4"),
-		ConfigFile: framework.CRDPath(getenv("GAUNTLET_KIND_CONFIG", "cluster/kindconfig/single-node.yaml")),
-	})
+	nodeImage := getenv("GAUNTLET_NODE_IMAGE", cluster.DefaultNodeImage)
+	config := os.Getenv("GAUNTLET_KIND_CONFIG") // else the one built in for the image
+	if config == "" {
+		var err error
+		config, err = cluster.KindConfigFile(cluster.KindConfigFor(nodeImage, false))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	cluster, err := cluster.Start(ctx, cluster.Options{NodeImage: nodeImage, ConfigFile: config})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := cluster.Teardown(); err != nil {

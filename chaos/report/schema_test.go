@@ -57,9 +57,9 @@ func TestSchemaMatchesTheGoTypes(t *testing.T) {
 }
 
 func TestRecordedRunsValidate(t *testing.T) {
-	files, err := filepath.Glob("../../fixtures/reports/*.json")
+	files, err := filepath.Glob("testdata/*.json")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	NewWithT(t).Expect(files).NotTo(BeEmpty(), "the recorded runs in fixtures/reports")
+	NewWithT(t).Expect(files).NotTo(BeEmpty(), "the recorded runs in testdata")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			g := NewWithT(t)

@@ -32,11 +32,11 @@ func TestTheReferenceExamplesLoad(t *testing.T) {
 	g.Expect(up.Roles["minority"].Pick).To(Equal("minority"))
 }
 
-// TestInvalidFilesAreRefused loads every file of fixtures/scenarios/invalid:
+// TestInvalidFilesAreRefused loads every file of chaos/scenario/testdata/invalid:
 // each has one mistake and a first line "# want: <message>"; it must be
 // refused with exactly that one message, at a line of the file.
 func TestInvalidFilesAreRefused(t *testing.T) {
-	files, err := filepath.Glob("../../fixtures/scenarios/invalid/*.yaml")
+	files, err := filepath.Glob("testdata/invalid/*.yaml")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	n := 0
 	for _, f := range files {
@@ -62,9 +62,9 @@ func TestInvalidFilesAreRefused(t *testing.T) {
 
 func TestLinesPointAtTheMistake(t *testing.T) {
 	g := NewWithT(t)
-	_, errs := LoadFile("../../fixtures/scenarios/invalid/unknown-field.yaml")
+	_, errs := LoadFile("testdata/invalid/unknown-field.yaml")
 	g.Expect(errs).To(HaveLen(1))
-	b, err := os.ReadFile("../../fixtures/scenarios/invalid/unknown-field.yaml")
+	b, err := os.ReadFile("testdata/invalid/unknown-field.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	line := strings.Split(string(b), "\n")[errs[0].Line-1]
 	g.Expect(line).To(Equal("    acton: partition"))
@@ -72,7 +72,7 @@ func TestLinesPointAtTheMistake(t *testing.T) {
 
 func TestEveryMistakeOfASetIsListed(t *testing.T) {
 	g := NewWithT(t)
-	_, err := LoadPaths("../../fixtures/scenarios/invalid")
+	_, err := LoadPaths("testdata/invalid")
 	var es Errors
 	g.Expect(errors.As(err, &es)).To(BeTrue())
 	g.Expect(len(es)).To(BeNumerically(">=", 20), "every bad file's mistake, not the first only")

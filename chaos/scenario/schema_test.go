@@ -1,17 +1,16 @@
 package scenario
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/invopop/jsonschema"
 	. "github.com/onsi/gomega"
-	jsonschemav6 "github.com/santhosh-tekuri/jsonschema/v6"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -63,77 +62,39 @@ func TestSchemasMatchTheGoTypes(t *testing.T) {
 	}
 }
 
-// TestReferenceFilesMatchTheSchemas: what Load accepts, the schemas accept.
-func TestReferenceFilesMatchTheSchemas(t *testing.T) {
-	compile := func(file string) *jsonschemav6.Schema {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschemav6.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := jsonschemav6.NewCompiler()
-		if err := c.AddResource(file, doc); err != nil {
-			t.Fatal(err)
-		}
-		return c.MustCompile(file)
-	}
-	scenarioSchema, operatorSchema := compile("scenario.schema.json"), compile("operator.schema.json")
-	files := shippedFiles(t)
+// TestFilesMatchTheSchemas: what Load accepts, the schemas accept: the
+// reference files and those only preflight refuses.
+func TestFilesMatchTheSchemas(t *testing.T) {
+	files, err := filepath.Glob("testdata/*/*.yaml")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	n := 0
 	for _, f := range files {
+		if strings.HasPrefix(f, filepath.Join("testdata", "invalid")) {
+			continue
+		}
 		y, err := os.ReadFile(f)
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		if !bytes.Contains(y, []byte("apiVersion: "+APIVersion)) {
+		var head metav1.TypeMeta
+		NewWithT(t).Expect(sigsyaml.Unmarshal(y, &head)).To(Succeed())
+		if head.APIVersion != APIVersion {
 			continue // the resource manifests the scenarios create
 		}
 		n++
 		t.Run(f, func(t *testing.T) {
-			j, err := sigsyaml.YAMLToJSON(y)
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
-			doc, err := jsonschemav6.UnmarshalJSON(bytes.NewReader(j))
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
-			s := scenarioSchema
-			if filepath.Base(f) == "operator.yaml" {
-				s = operatorSchema
+			if _, errs := LoadFile(f); errs != nil {
+				t.Fatalf("Load refuses it: %v", errs)
 			}
-			if err := s.Validate(doc); err != nil {
-				t.Fatal(err)
-			}
+			NewWithT(t).Expect(MatchSchema(head.Kind, y)).To(Succeed())
 		})
 	}
-	NewWithT(t).Expect(n).To(Equal(20), "the reference operator's 15 scenarios and Operator file, the example's 3 and its Operator file")
+	NewWithT(t).Expect(n).To(Equal(6), "the reference's 3 scenarios and Operator file, preflight's scenario and Operator file")
 }
 
-// shippedFiles are the scenario folders' files: the reference operator's
-// and every example operator's.
-func shippedFiles(t *testing.T) []string {
-	var files []string
-	for _, pattern := range []string{"../../suites/chaos/scenarios/*.yaml", "../../suites/examples/*/scenarios/*.yaml"} {
-		m, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	return files
-}
-
-// TestShippedFoldersLoad: every scenario folder this repository ships
-// passes the same checks gauntlet validate makes.
-func TestShippedFoldersLoad(t *testing.T) {
-	dirs := map[string]bool{}
-	for _, f := range shippedFiles(t) {
-		dirs[filepath.Dir(f)] = true
-	}
-	NewWithT(t).Expect(len(dirs)).To(BeNumerically(">=", 2))
-	for dir := range dirs {
-		t.Run(dir, func(t *testing.T) {
-			set, err := LoadPaths(dir)
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
-			NewWithT(t).Expect(set.Scenarios).NotTo(BeEmpty())
-		})
-	}
+// TestMatchSchemaRefuses: a field the types lack, and a kind with no
+// schema, are refused with where.
+func TestMatchSchemaRefuses(t *testing.T) {
+	g := NewWithT(t)
+	err := MatchSchema(KindScenario, []byte("apiVersion: gauntlet.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec: {faultt: {}}\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("faultt")))
+	g.Expect(MatchSchema("Cluster", nil)).To(MatchError(ContainSubstring(`no schema for kind "Cluster"`)))
 }

@@ -86,7 +86,7 @@ junit.xml in its folder.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
-	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd(), newValidateCmd(), newExploreCmd(), newBenchCmd(), newImagesCmd(), newVersionCmd(), newInitCmd())
+	root.AddCommand(newRunCmd(), newListCmd(), newReportCmd(), newReplayCmd(), newCompareCmd(), newValidateCmd(), newExploreCmd(), newBenchCmd(), newImagesCmd(), newVersionCmd(), newInitCmd(), newSchemaCmd())
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	}

@@ -66,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", t.TempDir()}, "is not a chaos run's folder"},
 		{[]string{"replay", run, "no-such"}, "has no scenario \"no-such\"; it ran:\n  leader-pod-kill\n  leader-delay-100ms"},
 		{[]string{"compare", run}, "want 2 arguments ([A B]), got 1"},
-		{[]string{"run", "-f", "../../fixtures/scenarios/invalid/unknown-field.yaml"}, `unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`},
+		{[]string{"run", "-f", "../../chaos/scenario/testdata/invalid/unknown-field.yaml"}, `unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`},
 		{[]string{"run", "-f", "../../chaos/scenario/testdata/reference/leader-partition.yaml"}, "no Operator file"},
 		{[]string{"run", "-f", "../../suites/chaos/scenarios", "--scenario", "nope"}, "--scenario \"nope\" matches no scenario; the scenarios are:\n  leader-pod-kill"},
 		{[]string{"explore", "--shards", "1"}, "--shards 1: give 2 or more"},
@@ -182,7 +182,7 @@ func TestValidate(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("valid: operator databasecluster-operator"))
 	g.Expect(out).To(ContainSubstring("leader-partition (../../chaos/scenario/testdata/reference/leader-partition.yaml): partition on leader"))
 
-	code, _, stderr = gauntlet("validate", "-f", "../../fixtures/scenarios/invalid/unknown-field.yaml,../../fixtures/scenarios/invalid/bad-duration.yaml")
+	code, _, stderr = gauntlet("validate", "-f", "../../chaos/scenario/testdata/invalid/unknown-field.yaml,../../chaos/scenario/testdata/invalid/bad-duration.yaml")
 	g.Expect(code).To(Equal(1))
 	g.Expect(stderr).To(ContainSubstring(`unknown-field.yaml:27: spec.fault.acton: unknown field (did you mean "action"?)`))
 	g.Expect(stderr).To(ContainSubstring(`bad-duration.yaml:30: spec.fault.hold: "20 seconds" is not a duration`))
@@ -197,7 +197,7 @@ func TestValidate(t *testing.T) {
 // refused by validate, each at its line, before any cluster.
 func TestPreflight(t *testing.T) {
 	g := NewWithT(t)
-	code, _, stderr := gauntlet("validate", "-f", "../../fixtures/scenarios/preflight")
+	code, _, stderr := gauntlet("validate", "-f", "../../chaos/scenario/testdata/preflight")
 	g.Expect(code).To(Equal(1), stderr)
 	for _, want := range []string{
 		`operator.yaml:11: spec.images[0].replaces: "example.com/cache-operater" (with any tag) is the image of no container in the operator's manifests; they run "example.com/cache-operator:v1"`,
