@@ -169,8 +169,8 @@ test: verify lint verify-generated build test-unit test-report test-etcd test-in
 test-campaigns: test-view test-explore ## The long hermetic campaigns: every example's view scenarios against their fault-free twins and the explore campaign (in .ci/run after make test).
 
 .PHONY: test-install
-test-install: ## go install .../cmd/gauntlet@v0.1.0 in an empty folder from HEAD's modules served by a local proxy, then init and validate a copy of the Memcached example with the installed binary (ci/install-proof.sh).
-	ci/install-proof.sh
+test-install: envtest-bins ## go install .../cmd/gauntlet@<a pseudo-version of HEAD> in an empty folder from HEAD's modules served by a local proxy, init and validate of a copy of the Memcached example with the installed binary, and the library modules' own tests in an adopter's module (ci/install-proof.sh).
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/install-proof.sh
 
 .PHONY: test-unit
 test-unit: $(GOTESTSUM) ## Unit tier: fake client, simulated StatefulSets and members, every hermetic package (about 1 min warm).
@@ -236,7 +236,7 @@ test-registry-proof: registry gauntlet images chaos-images $(NODE_IMAGE_DEP) ## 
 
 FRESH_PATH ?= offline
 .PHONY: test-fresh-proof
-test-fresh-proof: registry ## Time to the first verdict from a fresh clone of HEAD with an empty Docker engine and empty Go caches: FRESH_PATH=offline (every image built here) or pull (images served by a local registry); not in make test; swaps the Docker engine for the run.
+test-fresh-proof: registry ## Time to the first verdict on a fresh machine: an empty Docker engine and empty Go caches, then FRESH_PATH=offline (a fresh clone, every image built here), pull (a fresh clone, images served by a local registry) or install (no clone: go install, init and run of a Memcached copy); not in make test; swaps the Docker engine for the run.
 	ci/fresh-proof.sh $(FRESH_PATH) $(ARTIFACTS)/fresh-proof-$(FRESH_PATH)
 
 .PHONY: test-pull-proof

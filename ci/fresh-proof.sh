@@ -16,6 +16,13 @@
 #       under their upstream names; the fresh engine mirrors Docker Hub to
 #       it (--registry-mirror) and gauntlet run is given it as Chaos Mesh's
 #       registry (--chaos-mesh-registry), as a user behind a mirror would
+#   ci/fresh-proof.sh install [report dir]   a user's door, on the pull path's
+#       engine and registry: no clone and no make. The README's install
+#       line (go install .../cmd/gauntlet@v0.1.0, HEAD's modules served by
+#       ci/modproxy where proxy.golang.org would serve a tag) in an empty
+#       folder; the Memcached example copied out of the repository as the
+#       user's project, its images built by its own images.sh; then
+#       gauntlet init and gauntlet run of the pod kill init wrote
 #
 # Root only. It stops the running Docker engine (no container may run) and
 # starts it again at exit. The work folder (engine data, caches, clone;
@@ -23,11 +30,12 @@
 # KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 # shellcheck source=ci/lib.sh
 source ci/lib.sh
 
 mode=${1:-}
-case $mode in offline|pull) ;; *) sed -n '10,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2;; esac
+case $mode in offline|pull|install) ;; *) sed -n '10,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2;; esac
 out=$(realpath -m "${2:-artifacts/fresh-proof-$mode}")
 work=/var/tmp/gauntlet-fresh
 port=${REGISTRY_PORT:-5002}
@@ -40,7 +48,7 @@ if [ -n "$(docker ps -q 2>/dev/null)" ]; then
 	echo "fresh-proof: containers are running (docker ps); stop them first" >&2
 	exit 1
 fi
-if [ "$mode" = pull ]; then
+if [ "$mode" != offline ]; then
 	[ -x bin/registry ] || { echo "fresh-proof: bin/registry is missing: make registry" >&2; exit 1; }
 	for img in "${PROOF_SERVED[@]}"; do
 		docker image inspect "$img" >/dev/null || { echo "fresh-proof: $img is missing (make node-image KUBERNETES_VERSION=1.36.3 chaos-images)" >&2; exit 1; }
@@ -58,7 +66,7 @@ cleanup() {
 		for _ in $(seq 1 60); do kill -0 "$fresh" 2>/dev/null || break; sleep 1; done
 	fi
 	[ -z "$registry" ] || kill "$registry" 2>/dev/null || true
-	ci/docker-engine.sh >/dev/null || echo "fresh-proof: the Docker engine did not start again: ci/docker-engine.sh" >&2
+	"$root/ci/docker-engine.sh" >/dev/null || echo "fresh-proof: the Docker engine did not start again: ci/docker-engine.sh" >&2
 	[ "${KEEP:-}" = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,7 +74,7 @@ trap cleanup EXIT
 # The pull path's registry, filled from the running engine before it stops:
 # what a registry on the network would serve under these names.
 mirror=()
-if [ "$mode" = pull ]; then
+if [ "$mode" != offline ]; then
 	bin/registry --listen "127.0.0.1:$port" --dir "$work/registry" >"$out/registry.log" 2>&1 &
 	registry=$!
 	wait_registry "$port" "$out/registry.log" fresh-proof
@@ -93,38 +101,83 @@ for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 docker info >/dev/null 2>&1 || { echo "fresh-proof: the empty engine did not answer" >&2; tail -20 "$out/dockerd.log" >&2; exit 1; }
 log "an empty Docker engine answers ($(docker images -q | wc -l) images; data root $work/docker) after $(since "$t")"
 
+# The install path's module proxy, written while Go's caches are warm: what
+# proxy.golang.org would serve once the version is tagged. Not the user's
+# time.
+version=${VERSION:-v0.1.0}
+if [ "$mode" = install ]; then
+	t=$(date +%s)
+	mkdir -p "$work/tree"
+	git archive HEAD | tar -x -C "$work/tree"
+	go run ./ci/modproxy -src "$work/tree" -version "$version" -out "$work/proxy" >"$out/modproxy.log" 2>&1 ||
+		{ tail -20 "$out/modproxy.log" >&2; exit 1; }
+	log "HEAD's modules served at $version by a proxy folder ($(since "$t"))"
+fi
+
+# timed <what> <log name> <command...>: runs the command with its output in
+# the report folder, and says how long it took.
+timed() {
+	local what=$1 name=$2 t
+	shift 2
+	t=$(date +%s)
+	"$@" >"$out/$name.log" 2>&1 || { echo "fresh-proof: $what failed (its log: $out/$name.log)" >&2; tail -20 "$out/$name.log" >&2; exit 1; }
+	log "$what: $(since "$t")"
+}
+
 export GOCACHE=$work/go-build GOMODCACHE=$work/go-mod GOPATH=$work/go
 t0=$(date +%s)
-git clone -q --no-local . "$work/src"
-log "cloned $(git rev-parse --short HEAD) in $(since "$t0"); Go's caches are empty ($GOCACHE, $GOMODCACHE)"
-cd "$work/src"
-
-t=$(date +%s)
-make --no-print-directory gauntlet >"$out/make-gauntlet.log" 2>&1 || { tail -20 "$out/make-gauntlet.log" >&2; exit 1; }
-log "make gauntlet: $(since "$t")"
-
-args=(-f suites/chaos/scenarios --scenario leader-pod-kill --seed 1)
+if [ "$mode" = install ]; then
+	proxy=$(go env GOPROXY)
+	export GOWORK=off GOFLAGS='' GONOSUMDB=github.com/gauntlet-dev GOPROXY="file://$work/proxy,$proxy"
+	mkdir -p "$work/empty"
+	cp -r suites/examples/memcached "$work/user"
+	rm -rf "$work/user/bin"
+	log "Go's caches are empty ($GOCACHE, $GOMODCACHE); the user's project is a copy of the Memcached example in $work/user"
+	cd "$work/empty"
+	timed "go install github.com/gauntlet-dev/gauntlet/cmd/gauntlet@$version in an empty folder" install \
+		env GOBIN="$work/bin" go install "github.com/gauntlet-dev/gauntlet/cmd/gauntlet@$version"
+	g=$work/bin/gauntlet
+	log "$("$g" version | head -1)"
+	cd "$work/user"
+	# Out of the workspace the copy's go.sum needs the framework module's
+	# sums, as after any go get of a new version.
+	timed "go mod tidy in the user's project" tidy go mod tidy
+	timed "the user's images (its own images.sh)" images ./images.sh
+	timed "gauntlet init" init "$g" init --sample scenarios/memcached.yaml --out gauntlet
+	scenario=pod-kill
+	args=(-f gauntlet --scenario "$scenario" --seed 1 --set "MEMCACHED_CONTROLLER_MANAGER_IMAGE=$(sed -n 's/^MEMCACHED_OPERATOR_IMAGE=//p' bin/images.env)"
+		--set "MEMCACHED_IMAGE=$(sed -n 's/^MEMCACHED_IMAGE=//p' bin/images.env)")
+else
+	git clone -q --no-local . "$work/src"
+	log "cloned $(git rev-parse --short HEAD) in $(since "$t0"); Go's caches are empty ($GOCACHE, $GOMODCACHE)"
+	cd "$work/src"
+	timed "make gauntlet" make-gauntlet make --no-print-directory gauntlet
+	g=bin/gauntlet
+	scenario=leader-pod-kill
+	args=(-f suites/chaos/scenarios --scenario "$scenario" --seed 1)
+fi
 if [ "$mode" = offline ]; then
 	args+=(--offline)
 else
 	args+=(--kubernetes-version 1.36 --chaos-mesh-registry "127.0.0.1:$port")
 fi
-# run <name>: gauntlet run, each line stamped with the seconds since the clone.
+# run <name>: gauntlet run, each line stamped with the seconds since the
+# user's first step (the clone, or the install).
 run() {
 	local rc=0 t
 	t=$(date +%s)
-	bin/gauntlet run "${args[@]}" --report "$out/$1" 2>&1 | while IFS= read -r line; do
+	"$g" run "${args[@]}" --report "$out/$1" 2>&1 | while IFS= read -r line; do
 		printf '%5ds %s\n' "$(( $(date +%s) - t0 ))" "$line"
 	done >"$out/$1.log" || rc=$?
 	log "gauntlet run ($1) exited $rc after $(since "$t")"
-	grep -E 'node image:|Chaos Mesh images?:|done in|reusing|checked|pulled|\| leader-pod-kill' "$out/$1.log" | sed 's/^/    /' >"$out/$1.summary" || true
+	grep -E 'node image:|Chaos Mesh images?:|done in|reusing|checked|pulled|\| '"$scenario " "$out/$1.log" | sed 's/^/    /' >"$out/$1.summary" || true
 	return "$rc"
 }
 rc=0
 run first || rc=$?
-verdict=$(grep -m1 '| leader-pod-kill |' "$out/first.log" || true)
+verdict=$(grep -m1 "| $scenario |" "$out/first.log" || true)
 [ -n "$verdict" ] || { echo "fresh-proof: the first run printed no verdict (its log: $out/first.log)" >&2; exit 1; }
-log "first verdict $(awk '{print $1}' <<<"$verdict") after the clone: $(sed 's/^ *[0-9]*s //' <<<"$verdict")"
+log "first verdict $(awk '{print $1}' <<<"$verdict") after the user's first step: $(sed 's/^ *[0-9]*s //' <<<"$verdict")"
 log "where the time went (the first run's steps):"
 grep -E 'done in|finished in|pulled|built' "$out/first.log" | sed 's/^/    /' | head -60
 run second || rc=$?

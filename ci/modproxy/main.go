@@ -10,8 +10,11 @@
 //
 //	go run ./ci/modproxy -src TREE -version v0.1.0 -out PROXY
 //
-// TREE is a plain copy of the repository (git archive HEAD); its go.sum
-// files are rewritten. The libraries must require each other at VERSION.
+// TREE is a plain copy of the repository (git archive HEAD); its go.mod
+// files are rewritten to require each other at VERSION, and its go.sum
+// files to hold their sums. A version other than the one the go.mod files
+// name (ci/install-proof.sh gives one per commit) keeps a module cache
+// from serving an older tree's modules under the same version.
 package main
 
 import (
@@ -50,8 +53,8 @@ func main() {
 	}
 }
 
-// write serves each module in turn, after adding to its go.sum the sums
-// of those already served.
+// write serves each module in turn, after setting its requirements of
+// those already served to version and adding their sums to its go.sum.
 func write(src, version, out string) error {
 	sums := map[string][]string{} // module path: its two go.sum lines
 	for _, dir := range released {
@@ -60,18 +63,24 @@ func write(src, version, out string) error {
 		if err != nil {
 			return err
 		}
-		f, err := modfile.ParseLax("go.mod", gomod, nil)
+		f, err := modfile.Parse("go.mod", gomod, nil)
 		if err != nil {
 			return err
 		}
 		var add []string
 		for _, r := range f.Require {
 			if lines, ok := sums[r.Mod.Path]; ok {
-				if r.Mod.Version != version {
-					return fmt.Errorf("%s requires %s %s, not the version served, %s", f.Module.Mod.Path, r.Mod.Path, r.Mod.Version, version)
+				if err := f.AddRequire(r.Mod.Path, version); err != nil {
+					return err
 				}
 				add = append(add, lines...)
 			}
+		}
+		if gomod, err = f.Format(); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644); err != nil {
+			return err
 		}
 		if err := appendSums(filepath.Join(dir, "go.sum"), add); err != nil {
 			return err
