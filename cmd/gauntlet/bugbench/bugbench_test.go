@@ -3,6 +3,7 @@ package bugbench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,6 +88,42 @@ func TestSourcesMakeCommitsWorkTreeAndPatch(t *testing.T) {
 	}
 }
 
+// A fix commit is replayed as its own change on the buggy commit; where
+// that change does not apply, on the fix commit's whole tree, and the
+// replay says so.
+func TestFixTreeIsTheFixOwnChange(t *testing.T) {
+	dir, c1, c2, _ := repo(t)
+	git(t, dir, "commit", "-qam", "three") // v2 -> v3: does not apply to v1
+	c3 := git(t, dir, "rev-parse", "HEAD")
+	b := &Bench{Repo: dir}
+	r := &Runner{Sources: &Sources{Dir: t.TempDir()}}
+
+	own := Tree{Operator: "o/p", Commit: c1, Pick: c2}
+	if got := r.fixTree(t.Context(), own, b); got != own {
+		t.Errorf("fixTree = %+v, want the change on the buggy commit", got)
+	}
+	src, err := r.Sources.Make(t.Context(), own, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := os.ReadFile(filepath.Join(src, "op/main.go")); string(text) != "v2\n" {
+		t.Errorf("op/main.go = %q after the pick, want v2", text)
+	}
+
+	far := Tree{Operator: "o/p", Commit: c1, Pick: c3}
+	_, err = r.Sources.Make(t.Context(), far, b)
+	if !errors.Is(err, errPickDoesNotApply) || !strings.Contains(err.Error(), c3) {
+		t.Errorf("Make of a change that does not apply: %v", err)
+	}
+	if got := r.fixTree(t.Context(), far, b); got != (Tree{Operator: "o/p", Commit: c3}) {
+		t.Errorf("fixTree = %+v, want the fix commit's whole tree", got)
+	}
+	rep := Replay{Verdict: Passes, Tree: far.Whole().Key()}
+	if got := rep.String(); !strings.Contains(got, "passes (on o-p-"+c3[:8]+": the fix's own change does not apply)") {
+		t.Errorf("Replay.String() = %q", got)
+	}
+}
+
 func TestLoadChecksAndResolves(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "p.patch"), "x")
@@ -111,8 +148,8 @@ bugs:
 	if fix, ok := f.Bugs[0].Fixed(); !ok || fix.Patch != "" || fix.Commit != "" {
 		t.Errorf("a patch's fix = %+v, %v; want the tree without the patch", fix, ok)
 	}
-	if fix, ok := f.Bugs[1].Fixed(); !ok || fix.Commit != "def" {
-		t.Errorf("fixCommit's fix = %+v, %v", fix, ok)
+	if fix, ok := f.Bugs[1].Fixed(); !ok || fix.Commit != "abc" || fix.Pick != "def" {
+		t.Errorf("fixCommit's fix = %+v, %v; want the fix commit's own change on the buggy commit", fix, ok)
 	}
 	if _, ok := f.Bugs[2].Fixed(); ok {
 		t.Error("a bug with no fix commit and no patch has a fix")
@@ -214,7 +251,7 @@ func benchFixture(t *testing.T) (r *Runner, g *fakeGauntlet, f *File, c1 string)
 			{ID: "no-door", Operator: "o/q", BuggyCommit: c1},
 		},
 	}
-	buggy, fixed := Tree{Operator: "o/p", Commit: c1}.Key(), Tree{Operator: "o/p", Commit: c2}.Key()
+	buggy, fixed := Tree{Operator: "o/p", Commit: c1}.Key(), Tree{Operator: "o/p", Commit: c1, Pick: c2}.Key()
 	g = &fakeGauntlet{
 		fixed: buggy,
 		findings: map[string][]report.Finding{buggy: {

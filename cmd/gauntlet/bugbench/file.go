@@ -100,11 +100,13 @@ type Bug struct {
 }
 
 // Tree is one source of an operator: a commit ("" for the working tree)
-// and a patch on it.
+// and a patch on it, or the change another commit made (Pick: its diff
+// against its first parent, a merged pull request's whole change).
 type Tree struct {
 	Operator string
 	Commit   string
 	Patch    string
+	Pick     string
 }
 
 // Key names the tree in folders and tables.
@@ -121,7 +123,15 @@ func (t Tree) Key() string {
 	if t.Patch != "" {
 		k += "-" + strings.TrimSuffix(filepath.Base(t.Patch), filepath.Ext(t.Patch))
 	}
+	if t.Pick != "" {
+		k += "-pick-" + t.Pick[:min(8, len(t.Pick))]
+	}
 	return k
+}
+
+// Whole is the tree of a Pick's commit itself.
+func (t Tree) Whole() Tree {
+	return Tree{Operator: t.Operator, Commit: t.Pick}
 }
 
 // Buggy is the source with the bug.
@@ -129,11 +139,15 @@ func (b Bug) Buggy() Tree {
 	return Tree{Operator: b.Operator, Commit: b.BuggyCommit, Patch: b.BuggyPatch}
 }
 
-// Fixed is the source with the fix, when one is known.
+// Fixed is the source with the fix, when one is known: the buggy commit
+// with the fix commit's own change, so that a finding is judged by the
+// fix and not by whatever else changed between the two commits (where
+// that change does not apply, the runner replays on the fix commit's
+// tree instead and says so: Whole).
 func (b Bug) Fixed() (Tree, bool) {
 	switch {
 	case b.FixCommit != nil && *b.FixCommit != "":
-		return Tree{Operator: b.Operator, Commit: *b.FixCommit}, true
+		return Tree{Operator: b.Operator, Commit: b.BuggyCommit, Pick: *b.FixCommit}, true
 	case b.FixPatch != "":
 		return Tree{Operator: b.Operator, Commit: b.BuggyCommit, Patch: b.FixPatch}, true
 	case b.BuggyPatch != "":

@@ -11,13 +11,14 @@ import (
 // The operators' history: which fix came after which, and which sources
 // bring their own manifests.
 
-// earlierFixes maps each fix commit of the group to the group's other
-// fix commits that are its ancestors in the repository. A fix patch is
-// on no commit's line: none is earlier or later than it.
+// earlierFixes maps each fix commit of the group (by its tree's key) to
+// the group's other fix commits that are its ancestors in the
+// repository. A fix patch is on no commit's line: none is earlier or
+// later than it.
 func (r *Runner) earlierFixes(ctx context.Context, group []Bug, b *Bench) (map[string][]string, error) {
 	var fixes []Tree
 	for _, bug := range group {
-		if fix, ok := bug.Fixed(); ok && fix.Commit != "" && fix.Patch == "" && !slices.Contains(fixes, fix) {
+		if fix, ok := bug.Fixed(); ok && fix.Pick != "" && !slices.Contains(fixes, fix) {
 			fixes = append(fixes, fix)
 		}
 	}
@@ -34,7 +35,7 @@ func (r *Runner) earlierFixes(ctx context.Context, group []Bug, b *Bench) (map[s
 			if e == later {
 				continue
 			}
-			switch yes, err := isAncestor(ctx, repo, e.Commit, later.Commit); {
+			switch yes, err := isAncestor(ctx, repo, e.Pick, later.Pick); {
 			case err != nil:
 				return nil, err
 			case yes:

@@ -91,6 +91,10 @@ type Replay struct {
 	Error       string        `json:"error,omitempty"`
 	Report      string        `json:"report,omitempty"`
 	Took        time.Duration `json:"took,omitempty"`
+	// Tree is the tree replayed on when it is not the one asked for: a
+	// fix commit's whole tree, its own change not applying to the buggy
+	// commit. Such a verdict may come from any change in between.
+	Tree string `json:"tree,omitempty"`
 }
 
 // broken is Broken, or Oracle alone for a replay recorded before
@@ -106,13 +110,19 @@ func (r Replay) broken() []string {
 }
 
 func (r Replay) String() string {
+	var s string
 	switch {
 	case r.Error != "":
-		return "error: " + r.Error
+		s = "error: " + r.Error
 	case r.Verdict == Other:
-		return "breaks " + r.Oracle + " instead"
+		s = "breaks " + r.Oracle + " instead"
+	default:
+		s = r.Verdict
 	}
-	return r.Verdict
+	if r.Tree != "" {
+		s += " (on " + r.Tree + ": the fix's own change does not apply)"
+	}
+	return s
 }
 
 // BugResult is a bug's verdict and the finding that earned it.

@@ -211,8 +211,28 @@ func (r *Runner) replayOnFixes(ctx context.Context, group []Bug, b *Bench, opFil
 		if f.OnFixes == nil {
 			f.OnFixes = map[string]Replay{}
 		}
-		f.OnFixes[fix.Key()] = r.replayOn(ctx, fix, b, opFile, f.Finding)
+		tree := r.fixTree(ctx, fix, b)
+		rep := r.replayOn(ctx, tree, b, opFile, f.Finding)
+		if tree != fix {
+			rep.Tree = tree.Key()
+		}
+		f.OnFixes[fix.Key()] = rep
 	}
+}
+
+// fixTree is the tree a fix is replayed on: the fix's own change on the
+// buggy commit, or where that change does not apply there, the fix
+// commit's whole tree (which carries every other change since).
+func (r *Runner) fixTree(ctx context.Context, fix Tree, b *Bench) Tree {
+	if fix.Pick == "" {
+		return fix
+	}
+	_, err := r.Sources.Make(ctx, fix, b)
+	if !errors.Is(err, errPickDoesNotApply) {
+		return fix // made, or an error its replay reports
+	}
+	r.logf("%s: %v; replaying on %s instead", fix.Key(), err, fix.Whole().Key())
+	return fix.Whole()
 }
 
 func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, f report.Finding) Replay {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,15 +53,39 @@ func (s *Sources) Make(ctx context.Context, t Tree, b *Bench) (string, error) {
 		return "", fmt.Errorf("the source of %s at %s: %w", t.Operator, orWorkTree(t.Commit), err)
 	}
 	if t.Patch != "" {
-		// The tree is no repository: inside an enclosing one git apply
-		// would skip every path outside the current folder in silence.
-		cmd := exec.CommandContext(ctx, "git", "-C", dir, "apply", t.Patch)
-		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("applying %s: %w: %s", t.Patch, err, out)
+		if err := apply(ctx, dir, t.Patch, nil); err != nil {
+			return "", fmt.Errorf("applying %s: %w", t.Patch, err)
+		}
+	}
+	if t.Pick != "" {
+		diff, err := exec.CommandContext(ctx, "git", "-C", repo, "diff", "--binary", t.Pick+"^1", t.Pick).Output()
+		if err != nil {
+			return "", fmt.Errorf("the change of %s: git diff: %w", t.Pick, err)
+		}
+		if err := apply(ctx, dir, "-", diff); err != nil {
+			return "", fmt.Errorf("the change of %s on %s: %w: %w", t.Pick, orWorkTree(t.Commit), errPickDoesNotApply, err)
 		}
 	}
 	return dir, os.WriteFile(filepath.Join(dir, ".gauntlet-tree"), []byte(t.Key()+"\n"), 0o644)
+}
+
+// errPickDoesNotApply is Make's error for a tree whose Pick's change
+// does not apply to its commit.
+var errPickDoesNotApply = errors.New("it does not apply")
+
+// apply applies a patch (a file, or "-" and its text) to the tree in dir.
+func apply(ctx context.Context, dir, patch string, text []byte) error {
+	// The tree is no repository: inside an enclosing one git apply
+	// would skip every path outside the current folder in silence.
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "apply", patch)
+	cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	if text != nil {
+		cmd.Stdin = bytes.NewReader(text)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 func orWorkTree(commit string) string {
