@@ -176,6 +176,7 @@ func (f *benchBugsFlags) rejudgeRun(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
+		r.Progress = cmd.ErrOrStderr() // the replays on fixes added since take minutes each
 		if err := r.Update(cmd.Context(), res); err != nil {
 			return err
 		}
