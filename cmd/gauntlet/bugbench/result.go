@@ -20,6 +20,10 @@ const (
 	// NoFix: the bug has no known fix, so no finding can be told to be
 	// it; the campaign's findings no fix explains are listed.
 	NoFix = "no fix known"
+	// Unconfirmed: a finding failed on the buggy source and passed only on
+	// the fix commit's whole tree, the fix's own change not applying to
+	// the buggy commit: any change in between may explain it. Not counted.
+	Unconfirmed = "unconfirmed"
 	// NotFound: no finding the fix tells apart.
 	NotFound = "not found"
 	// NotRun: its operator has not come through the door.
@@ -142,8 +146,10 @@ type Totals struct {
 	Found    int `json:"found"`
 	NoFix    int `json:"noFix"`
 	NotFound int `json:"notFound"`
-	NotRun   int `json:"notRun"`
-	Errors   int `json:"errors"`
+	// Unconfirmed are bugs only a fix commit's whole tree tells apart.
+	Unconfirmed int `json:"unconfirmed,omitempty"`
+	NotRun      int `json:"notRun"`
+	Errors      int `json:"errors"`
 	// FalseAlarms are findings that fail on every fix of their campaign
 	// when each of its bugs has one: nothing listed explains them.
 	FalseAlarms int `json:"falseAlarms"`
@@ -161,6 +167,7 @@ func judge(group []Bug, c Campaign) []BugResult {
 	for _, bug := range group {
 		r := BugResult{Bug: bug, Verdict: NotFound}
 		fix, hasFix := bug.Fixed()
+		var unconfirmed *Finding
 		for i := range c.Findings {
 			f := &c.Findings[i]
 			if !hasFix || f.OnBuggy.Verdict != Fails {
@@ -170,6 +177,13 @@ func judge(group []Bug, c Campaign) []BugResult {
 				continue
 			}
 			onFix := f.OnFixes[fix.Key()]
+			if onFix.Tree != "" {
+				// Judged on a tree that carries other changes too.
+				if unconfirmed == nil && (onFix.Verdict == Passes || len(removed(f.OnBuggy, onFix)) > 0) {
+					unconfirmed = f
+				}
+				continue
+			}
 			if onFix.Verdict == Passes {
 				r.Verdict, r.Finding, r.Why = Found, f, ""
 				break
@@ -181,6 +195,11 @@ func judge(group []Bug, c Campaign) []BugResult {
 				r.Why = "the fix removes " + strings.Join(gone, ", ") + "; the rest of the finding stays"
 				break
 			}
+		}
+		if r.Finding == nil && unconfirmed != nil {
+			r.Verdict, r.Finding = Unconfirmed, unconfirmed
+			r.Why = "it passes only on the fix commit's tree (" + unconfirmed.OnFixes[fix.Key()].Tree +
+				"), the fix's own change not applying to the buggy commit: any change in between may explain it"
 		}
 		switch {
 		case c.Error != "":
@@ -209,6 +228,8 @@ func total(res *Result) Totals {
 			t.NoFix++
 		case NotFound:
 			t.NotFound++
+		case Unconfirmed:
+			t.Unconfirmed++
 		case NotRun:
 			t.NotRun++
 		case Error:
@@ -352,8 +373,8 @@ func (res *Result) Markdown() string {
 			cell(r.Bug.fixName()), cell(verdict), cell(oracle), cell(layer), run, minutes, cell(replay), cell(file))
 	}
 	t := res.Totals
-	fmt.Fprintf(&b, "\n%d bugs: %d found, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
-		t.Bugs, t.Found, t.NoFix, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
+	fmt.Fprintf(&b, "\n%d bugs: %d found, %d unconfirmed, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
+		t.Bugs, t.Found, t.Unconfirmed, t.NoFix, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
 		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
 	fmt.Fprintf(&b, "Campaigns %s; replays %s.\n", res.campaignsOn(), map[bool]string{true: "on kind", false: "on envtest"}[res.Kind])
 	for _, c := range res.Campaigns {

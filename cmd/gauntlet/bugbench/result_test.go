@@ -101,3 +101,27 @@ func TestALaterFixGetsNoCreditForAnEarlierOne(t *testing.T) {
 		t.Errorf("verdicts %q, %q; want the earlier fix's bug found, the later's not", got[0].Verdict, got[1].Verdict)
 	}
 }
+
+// A finding that passes only on the fix commit's whole tree (its own
+// change did not apply to the buggy commit) is unconfirmed, and counted
+// apart; a later finding that passes on the fix's own change is found.
+func TestPassingOnlyOnTheWholeTreeIsUnconfirmed(t *testing.T) {
+	fixCommit := "f"
+	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
+	fix, _ := bug.Fixed()
+	whole := Replay{Verdict: Passes, Tree: fix.Whole().Key()}
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{{Finding: report.Finding{Scenario: "explore-1", Oracle: "settles"},
+		OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{fix.Key(): whole}}}}
+	got := judge([]Bug{bug}, c)[0]
+	if got.Verdict != Unconfirmed || got.Finding == nil || !strings.Contains(got.Why, "o-p-f") {
+		t.Errorf("verdict %q (%s), want unconfirmed naming the tree", got.Verdict, got.Why)
+	}
+	if tot := total(&Result{Bugs: []BugResult{got}}); tot.Unconfirmed != 1 || tot.Found != 0 {
+		t.Errorf("totals %+v, want 1 unconfirmed and none found", tot)
+	}
+	c.Findings = append(c.Findings, Finding{Finding: report.Finding{Scenario: "explore-2", Oracle: "settles"},
+		OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{fix.Key(): {Verdict: Passes}}})
+	if got := judge([]Bug{bug}, c)[0]; got.Verdict != Found || got.Finding.Scenario != "explore-2" {
+		t.Errorf("verdict %q by %s, want found by explore-2", got.Verdict, got.Finding.Scenario)
+	}
+}
