@@ -159,6 +159,7 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 	cached := memory.NewMemCacheClient(disc)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 
+	objs = withNamespaces(objs)
 	first := func(u *unstructured.Unstructured) bool {
 		return u.GetKind() == "Namespace" || u.GetKind() == "CustomResourceDefinition"
 	}
@@ -208,6 +209,32 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 	}
 	d.Warnings = warnings.all()
 	return d, nil
+}
+
+// withNamespaces adds a Namespace for each namespace the objects are in
+// that none of them creates: kustomize's namespace field sets one on
+// every object, and a project may install the Namespace itself elsewhere
+// (RabbitMQ's config/default names rabbitmq-system, which its
+// config/installation creates).
+func withNamespaces(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	made := map[string]bool{}
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			made[u.GetName()] = true
+		}
+	}
+	out := objs
+	for _, u := range objs {
+		if ns := u.GetNamespace(); ns != "" && !made[ns] {
+			made[ns] = true
+			n := &unstructured.Unstructured{}
+			n.SetAPIVersion("v1")
+			n.SetKind("Namespace")
+			n.SetName(ns)
+			out = append(slices.Clip(out), n)
+		}
+	}
+	return out
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

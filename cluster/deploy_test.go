@@ -61,3 +61,25 @@ func TestPinToControlPlane(t *testing.T) {
 	_, found, _ := unstructured.NestedMap(objs[1].Object, "spec", "template", "spec", "nodeSelector")
 	g.Expect(found).To(BeFalse(), "a DaemonSet is left alone")
 }
+
+// A namespace the objects are in but none creates is created first; one
+// they create is not twice.
+func TestWithNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(kind, ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	in := []*unstructured.Unstructured{obj("ServiceAccount", "op-system", "op"), obj("Namespace", "", "other"),
+		obj("Service", "other", "svc"), obj("ClusterRole", "", "role"), obj("ConfigMap", "op-system", "cfg")}
+	out := withNamespaces(in)
+	g.Expect(out).To(HaveLen(6))
+	g.Expect(out[5].GetKind()).To(Equal("Namespace"))
+	g.Expect(out[5].GetName()).To(Equal("op-system"))
+	g.Expect(in).To(HaveLen(5), "the caller's list is left as it was")
+	g.Expect(withNamespaces(out)).To(HaveLen(6))
+}

@@ -68,6 +68,10 @@ type Found struct {
 	// ManagerArgs the manager container's command and args.
 	Dir, Main   string
 	ManagerArgs []string
+	// ManagerEnv is the manager container's environment as a process on
+	// the host gets it: values as given, the downward API's namespace and
+	// name as the Deployment's.
+	ManagerEnv []EnvVar
 	// Notes say what was guessed and what to check.
 	Notes []string
 }
@@ -157,11 +161,48 @@ func (f *Found) manager(objs []*unstructured.Unstructured) error {
 	}
 	f.Image, _ = manager["image"].(string)
 	f.ManagerArgs = args(manager)
+	f.ManagerEnv, f.Notes = envOf(manager, d, f.Notes)
 	f.Metrics = metricsOf(f.ManagerArgs, rbacProxy)
 	if f.Metrics == nil {
 		f.Notes = append(f.Notes, "the manager serves no metrics its pod exposes (--metrics-bind-address is 0 or on loopback): the Operator file has no spec.metrics, and runs are judged without the operator's reconcile counters")
 	}
 	return nil
+}
+
+// EnvVar is one variable of the process's environment, and where its
+// value came from when the manifests did not give it as it is.
+type EnvVar struct {
+	Name, Value, From string
+}
+
+// envOf reads the container's env for a process run on the host: a value
+// is taken as it is, a fieldRef to the pod's namespace or name becomes
+// the Deployment's (a process has no pod), and what the host cannot give
+// (other fields, Secrets, ConfigMaps, resources) is left out and said.
+func envOf(c map[string]any, d *unstructured.Unstructured, notes []string) ([]EnvVar, []string) {
+	list, _ := c["env"].([]any)
+	var out []EnvVar
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		name, _ := em["name"].(string)
+		if name == "" {
+			continue
+		}
+		if v, ok := em["value"].(string); ok {
+			out = append(out, EnvVar{Name: name, Value: v})
+			continue
+		}
+		path, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
+		switch path {
+		case "metadata.namespace":
+			out = append(out, EnvVar{Name: name, Value: d.GetNamespace(), From: "fieldRef metadata.namespace"})
+		case "metadata.name":
+			out = append(out, EnvVar{Name: name, Value: d.GetName() + "-process", From: "fieldRef metadata.name (a process has no pod)"})
+		default:
+			notes = append(notes, fmt.Sprintf("the manager's env %s comes from its pod (%v): spec.process.env leaves it out; give it a value there if the manager needs one on envtest", name, em["valueFrom"]))
+		}
+	}
+	return out, notes
 }
 
 // mainPackage is the manager's main package in a kubebuilder (4: cmd/, 3:

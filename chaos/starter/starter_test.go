@@ -37,6 +37,11 @@ func TestInspect(t *testing.T) {
 	g.Expect(f.Notes).To(ContainElement(ContainSubstring("left spec.sizeLimit out of the starting Cache")))
 	g.Expect(f.Notes).To(ContainElement(HavePrefix("the sample runs memcached:1.6: a kind node pulls it")))
 	g.Expect(f.ImageVariables).To(BeEmpty())
+	g.Expect(f.ManagerEnv).To(Equal([]EnvVar{
+		{Name: "WATCH_NAMESPACE", Value: ""},
+		{Name: "OPERATOR_NAMESPACE", Value: "cache-operator-system", From: "fieldRef metadata.namespace"},
+	}), "a value as given, the pod's namespace as the Deployment's; a Secret's left out")
+	g.Expect(f.Notes).To(ContainElement(ContainSubstring("the manager's env API_TOKEN comes from its pod")))
 }
 
 // The files written validate at once against the project's manifests and
@@ -74,7 +79,8 @@ func TestWriteValidates(t *testing.T) {
 	g.Expect(pr.Build).To(Equal([]string{"go", "build", "-C", "../project", "-o", "${GAUNTLET_PROCESS_BINARY}", "./cmd"}))
 	g.Expect(pr.Command).To(Equal([]string{"${GAUNTLET_PROCESS_BINARY}", "--metrics-bind-address=${GAUNTLET_METRICS_ADDRESS}",
 		"--health-probe-bind-address=${GAUNTLET_PROBE_ADDRESS}"}))
-	g.Expect(pr.Env).To(HaveKeyWithValue("ENABLE_WEBHOOKS", "false"))
+	g.Expect(pr.Env).To(Equal(map[string]string{"ENABLE_WEBHOOKS": "false", "WATCH_NAMESPACE": "", "OPERATOR_NAMESPACE": "cache-operator-system"}),
+		"the manager's env as a process gets it")
 
 	g.Expect(files.Write(out, false)).To(MatchError(ContainSubstring("already holds operator.yaml")))
 	g.Expect(files.Write(out, true)).To(Succeed())

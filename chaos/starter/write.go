@@ -145,6 +145,16 @@ func (f *Found) process(dir string) string {
 		}
 	}
 	b.WriteString("    env:\n      ENABLE_WEBHOOKS: \"false\"   # kubebuilder's switch: a process has no webhook certificates\n")
+	for _, e := range f.ManagerEnv {
+		if e.Name == "ENABLE_WEBHOOKS" {
+			continue
+		}
+		fmt.Fprintf(&b, "      %s: %s", e.Name, quote(e.Value))
+		if e.From != "" {
+			fmt.Fprintf(&b, "   # the Deployment's %s", e.From)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
