@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -42,20 +43,24 @@ type Listed struct {
 }
 
 // List lists kinds (ChildResources when none are given) in namespace ns,
-// in that order; it fails on the first kind that cannot be listed.
+// in that order. Every kind that can be listed is in the listing; the
+// error names each one that could not be, so that a caller to whom a
+// partial listing is worth something (best effort) can still use it.
 func List(ctx context.Context, dyn dynamic.Interface, ns string, kinds ...schema.GroupVersionResource) (Listing, error) {
 	if len(kinds) == 0 {
 		kinds = ChildResources
 	}
 	out := make(Listing, 0, len(kinds))
+	var errs []error
 	for _, gvr := range kinds {
 		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+			errs = append(errs, fmt.Errorf("listing %s: %w", gvr.Resource, err))
+			continue
 		}
 		out = append(out, Listed{Resource: gvr, List: list})
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // Each calls f with every object listed but Kubernetes' own

@@ -63,7 +63,8 @@ func TestListingOfChildren(t *testing.T) {
 }
 
 // TestListingOfSomeKinds: the kinds given are listed in their order, and
-// a kind that cannot be listed fails the listing with its name.
+// a kind that cannot be listed is named in the error and left out of a
+// listing that keeps the others.
 func TestListingOfSomeKinds(t *testing.T) {
 	g := NewWithT(t)
 	dyn := fakeDynamic(object("apps/v1", "Deployment", "ns", "web"))
@@ -76,8 +77,12 @@ func TestListingOfSomeKinds(t *testing.T) {
 	dyn.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("forbidden")
 	})
-	_, err = List(t.Context(), dyn, "ns")
+	listed, err = List(t.Context(), dyn, "ns")
 	g.Expect(err).To(MatchError(ContainSubstring("listing secrets: forbidden")))
+	g.Expect(listed).To(HaveLen(len(ChildResources) - 1))
+	for _, l := range listed {
+		g.Expect(l.Resource.Resource).NotTo(Equal("secrets"))
+	}
 }
 
 // TestKeyWithoutKind: an object a list returned without its kind is

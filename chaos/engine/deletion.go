@@ -40,14 +40,14 @@ func (r *run) beforeDeletion(ctx context.Context) (order *deletionOrder, owned m
 	if !watch && r.e.view == nil {
 		return nil, nil
 	}
+	// The owned set is best effort (a kind the operator may not list is
+	// left out of it); the order check needs every kind watched.
 	before, err := compare.List(ctx, r.e.Dynamic, r.ns, append([]schema.GroupVersionResource{r.gvr}, compare.ChildResources...)...)
-	if err == nil {
-		owned = before.OwnedBy(string(r.obj.GetUID()))
-		if watch {
-			order, err = r.watchDeletion(ctx, before)
-		}
+	owned = before.OwnedBy(string(r.obj.GetUID()))
+	if watch && err == nil {
+		order, err = r.watchDeletion(ctx, before)
 	}
-	if err != nil {
+	if watch && err != nil {
 		r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 	}
 	return order, owned
