@@ -114,14 +114,12 @@ if [ "$mode" = install ]; then
 	log "HEAD's modules served at $version by a proxy folder ($(since "$t"))"
 fi
 
-# timed <what> <log name> <command...>: runs the command with its output in
-# the report folder, and says how long it took.
+# timed <what> <log name> <command...>: a step with its output in the
+# report folder.
 timed() {
-	local what=$1 name=$2 t
+	local what=$1 name=$2
 	shift 2
-	t=$(date +%s)
-	"$@" >"$out/$name.log" 2>&1 || { echo "fresh-proof: $what failed (its log: $out/$name.log)" >&2; tail -20 "$out/$name.log" >&2; exit 1; }
-	log "$what: $(since "$t")"
+	step "$what" logged "$out/$name.log" "$@"
 }
 
 export GOCACHE=$work/go-build GOMODCACHE=$work/go-mod GOPATH=$work/go

@@ -15,7 +15,8 @@ image=${1:?usage: ci/image-proof.sh IMAGE}
 work=$(mktemp -d "${TMPDIR:-/tmp}/gauntlet-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log() { echo ">> $(date +%H:%M:%S) image-proof: $*"; }
-step() { local what=$1 t; shift; t=$(date +%s); log "$what"; "$@"; log "$what: done in $(( $(date +%s) - t ))s"; }
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 # expect WANT CMD...: run CMD, show its output, fail unless it printed WANT.
 expect() {
   local want=$1 out; shift

@@ -26,7 +26,8 @@ version=${VERSION:-v0.1.1-0.$(TZ=UTC git log -1 --format=%cd --date=format-local
 work=$(mktemp -d "${TMPDIR:-/tmp}/gauntlet-install.XXXXXX")
 [[ ${KEEP:-} == 1 ]] || trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 log() { echo ">> $(date +%H:%M:%S) install-proof: $*"; }
-step() { local what=$1 t; shift; t=$(date +%s); log "$what"; "$@"; log "$what: done in $(( $(date +%s) - t ))s"; }
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 
 mkdir -p "$work/src" "$work/empty" "$work/bin" "$work/adopter"
 step "HEAD's tree" sh -c "git archive HEAD | tar -x -C '$work/src'"

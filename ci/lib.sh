@@ -1,5 +1,29 @@
 # shellcheck shell=bash
-# Shared by the ci/ proofs that run cmd/registry: sourced, not run.
+# Shared by the ci/ proofs: sourced, not run. The script that sources it
+# defines log <message>.
+
+# step <what> <command...>: says what starts, runs it, and says how long it
+# took; a failing command fails the step (the scripts run with set -e).
+step() {
+	local what=$1 t
+	shift
+	t=$(date +%s)
+	log "$what"
+	"$@"
+	log "$what: done in $(($(date +%s) - t))s"
+}
+
+# logged <file> <command...>: runs the command with its output in file; on
+# failure prints the file's last lines and where it is.
+logged() {
+	local file=$1
+	shift
+	"$@" >"$file" 2>&1 || {
+		echo "failed: $* (its log: $file)" >&2
+		tail -20 "$file" >&2
+		return 1
+	}
+}
 
 # wait_registry <port> <registry log> <who>: waits (10 s at most) until the
 # registry on 127.0.0.1:<port> answers /v2/ with 200; otherwise prints the
