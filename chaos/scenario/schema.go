@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -63,4 +64,19 @@ func MatchSchema(kind string, data []byte) error {
 		return fmt.Errorf("%s does not match its schema: %w", kind, err)
 	}
 	return nil
+}
+
+// MatchDocument reads one YAML document's apiVersion and kind: a Gauntlet
+// document (APIVersion) is checked against its kind's schema, and ours
+// says it was one; any other (a resource manifest a scenario creates) is
+// left alone.
+func MatchDocument(data []byte) (ours bool, err error) {
+	var head metav1.TypeMeta
+	if err := sigsyaml.Unmarshal(data, &head); err != nil {
+		return false, err
+	}
+	if head.APIVersion != APIVersion {
+		return false, nil
+	}
+	return true, MatchSchema(head.Kind, data)
 }
