@@ -179,7 +179,7 @@ func judge(group []Bug, c Campaign) []BugResult {
 			onFix := f.OnFixes[fix.Key()]
 			if onFix.Tree != "" {
 				// Judged on a tree that carries other changes too.
-				if unconfirmed == nil && (onFix.Verdict == Passes || len(removed(f.OnBuggy, onFix)) > 0) {
+				if unconfirmed == nil && explainedOn(f.OnBuggy, onFix) {
 					unconfirmed = f
 				}
 				continue
@@ -259,27 +259,29 @@ func total(res *Result) Totals {
 	return t
 }
 
-// explained says some fix makes the finding pass, or removes part of
-// what it showed.
+// explained says some fix explains the finding.
 func explained(f Finding) bool {
 	for _, r := range f.OnFixes {
-		if r.Verdict == Passes || len(removed(f.OnBuggy, r)) > 0 {
+		if explainedOn(f.OnBuggy, r) {
 			return true
 		}
 	}
 	return false
 }
 
+// explainedOn says the replay on a fix passes, or removes part of what
+// the buggy source's replay showed.
+func explainedOn(buggy, fix Replay) bool {
+	return fix.Verdict == Passes || len(removed(buggy, fix)) > 0
+}
+
 // fixedEarlier says an earlier fix already explains the finding as much
 // as this one does: the credit is the earlier fix's bug's.
 func fixedEarlier(f Finding, fix string, earlier []string) bool {
-	mine := f.OnFixes[fix]
+	mine := removed(f.OnBuggy, f.OnFixes[fix])
 	for _, e := range earlier {
 		prev := f.OnFixes[e]
-		switch {
-		case prev.Verdict == Passes:
-			return true
-		case len(removed(f.OnBuggy, prev)) > 0 && slices.Equal(removed(f.OnBuggy, prev), removed(f.OnBuggy, mine)):
+		if gone := removed(f.OnBuggy, prev); prev.Verdict == Passes || len(gone) > 0 && slices.Equal(gone, mine) {
 			return true
 		}
 	}
