@@ -105,6 +105,7 @@ func (r *run) waitConverged(ctx context.Context) error {
 	// last is what the resource showed last: a failed look at the events
 	// as the wait runs out must not hide it.
 	var last string
+	start := time.Now()
 	err = framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
 		if r.podGuard != nil {
 			if err := r.podGuard.Check(ctx); err != nil {
@@ -158,6 +159,9 @@ func (r *run) waitConverged(ctx context.Context) error {
 		}
 		return true, "", nil
 	})
+	if err == nil {
+		r.e.slowestConverge = max(r.e.slowestConverge, time.Since(start))
+	}
 	if err != nil && last != "" {
 		r.contradictions(ctx)
 	}

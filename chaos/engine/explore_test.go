@@ -159,13 +159,39 @@ func TestCampaignUnderFault(t *testing.T) {
 	file, err := e.writeFinding(t.TempDir(), s, "twin: end state equals the fault-free twin's", "differs")
 	g.Expect(err).NotTo(HaveOccurred())
 	b, _ := os.ReadFile(file)
-	g.Expect(string(b)).NotTo(ContainSubstring("0s"), "unset durations are left out")
+	g.Expect(string(b)).NotTo(MatchRegexp(`\b0s`), "unset durations are left out")
 	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
 	g.Expect(err).NotTo(HaveOccurred(), "%s", b)
 	got := set.Scenarios[0].Spec
 	g.Expect(got.Fault).To(Equal(*fault))
 	g.Expect(got.Assertions.SameAsFresh).To(BeFalse())
 	g.Expect(got.Assertions.OperatorRestarts).To(Equal(1))
+}
+
+// A campaign's runs wait ten times its slowest convergence, at least 30
+// seconds and at most the base's bound, which a finding's file keeps.
+func TestCampaignPatience(t *testing.T) {
+	g := NewWithT(t)
+	e, base := exploreEngine(t)
+	base.Spec.Resource.ConvergeWithin = metav1.Duration{Duration: 2 * time.Minute}
+	c := &campaign{e: e, o: ExploreOptions{Artifacts: t.TempDir()}, base: base}
+	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}}
+	for slowest, want := range map[time.Duration]time.Duration{
+		0:                      30 * time.Second,
+		2 * time.Second:        30 * time.Second,
+		5 * time.Second:        50 * time.Second,
+		20 * time.Second:       2 * time.Minute,
+		500 * time.Millisecond: 30 * time.Second,
+	} {
+		e.slowestConverge = slowest
+		g.Expect(c.scenario("explore-1", seq, nil).Spec.Resource.ConvergeWithin.Duration).To(Equal(want), "slowest %s", slowest)
+	}
+	g.Expect(base.Spec.Resource.ConvergeWithin.Duration).To(Equal(2*time.Minute), "the base is left as it was")
+
+	f := c.finding(t.Context(), "explore-1", seq, nil, "settles", "not converged: gave up after 30s")
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, f.File)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Scenarios[0].Spec.Resource.ConvergeWithin.Duration).To(Equal(2*time.Minute), "its replays wait as the base says")
 }
 
 // A condition that names a sibling the step built with its field's new
