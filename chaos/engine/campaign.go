@@ -43,6 +43,7 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 	}
 	s := c.e.campaignScenario(c.base, name, changes)
 	s.Spec.Resource.ConvergeWithin = metav1.Duration{Duration: c.patience()}
+	s.Spec.Resource.DeleteWithin = metav1.Duration{Duration: c.deletionPatience()}
 	if len(created) > 0 {
 		s.Metadata.Description = "explore: " + stepNames(append(slices.Clone(created), changes...))
 		if err := c.createdWith(s, created); err != nil {
@@ -80,30 +81,15 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 	return s
 }
 
-// A campaign's runs wait to converge patienceFactor times the slowest
-// convergence seen so far (the reference run's first), at least
-// patienceFloor, at most the base scenario's own bound. On envtest a
-// step converges in seconds, and one that never will would otherwise hold
-// the whole bound (2 minutes for the benchmark's operators) on every run
-// and every shrinking try: on an operator that leaves many invalid values
-// unrefused, most of a campaign's time. A finding's file keeps the base's
-// bound, so that its replays wait as the operator's own file says.
-const (
-	patienceFactor = 10
-	patienceFloor  = 30 * time.Second
-)
-
 // patience is how long the campaign's next run waits to converge.
 func (c *campaign) patience() time.Duration {
-	return min(c.bound(), max(patienceFloor, patienceFactor*c.e.slowestConverge))
+	return explore.Patience(c.e.slowestConverge, c.base.Spec.Resource.ConvergeWithin.Duration, defaultConvergeWithin)
 }
 
-// bound is the base scenario's bound on a wait to converge.
-func (c *campaign) bound() time.Duration {
-	if d := c.base.Spec.Resource.ConvergeWithin.Duration; d > 0 {
-		return d
-	}
-	return defaultConvergeWithin
+// deletionPatience is how long the campaign's next run waits for its
+// resource to go.
+func (c *campaign) deletionPatience() time.Duration {
+	return explore.Patience(c.e.slowestDeletion, c.base.Spec.Resource.DeleteWithin.Duration, defaultDeleteWithin)
 }
 
 // createdWith makes s create its resource with the steps' values set: a
@@ -269,6 +255,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 	}
 	s := c.scenario(name, shrunk, fault)
 	s.Spec.Resource.ConvergeWithin = c.base.Spec.Resource.ConvergeWithin
+	s.Spec.Resource.DeleteWithin = c.base.Spec.Resource.DeleteWithin
 	file, err := e.writeFinding(o.Artifacts, s, oracle, what)
 	if err != nil {
 		f.File = "not written: " + err.Error()

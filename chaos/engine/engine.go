@@ -127,10 +127,10 @@ type Engine struct {
 	// run set: a condition naming one, for the resource's generation,
 	// ends the wait to converge at once (the operator refused the spec).
 	refusable map[string][]string
-	// slowestConverge is the longest a wait to converge that ended in
-	// convergence has taken here: what a campaign's patience is learned
-	// from.
-	slowestConverge time.Duration
+	// slowestConverge and slowestDeletion are the longest a wait to
+	// converge, and for the resource to go, that ended so has taken here:
+	// what a campaign's patience is learned from.
+	slowestConverge, slowestDeletion time.Duration
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the

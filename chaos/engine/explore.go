@@ -104,8 +104,8 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return c.unsettled(ctx, refRes, x, start)
 	}
 	c.learned.observe(ref)
-	e.logf("explore: a run waits %s at most to converge (%d times the slowest convergence so far, %s, at least %s, at most the base's %s, which a finding's file keeps)",
-		c.patience(), patienceFactor, e.slowestConverge.Round(time.Millisecond), patienceFloor, c.bound())
+	e.logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
+		c.patience(), c.deletionPatience(), explore.PatienceFactor, e.slowestConverge.Round(time.Millisecond), e.slowestDeletion.Round(time.Millisecond), explore.PatienceFloor)
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		menu := e.faultMenu(refStart, ref, base.Spec.Roles)

@@ -168,30 +168,36 @@ func TestCampaignUnderFault(t *testing.T) {
 	g.Expect(got.Assertions.OperatorRestarts).To(Equal(1))
 }
 
-// A campaign's runs wait ten times its slowest convergence, at least 30
-// seconds and at most the base's bound, which a finding's file keeps.
+// A campaign's runs wait ten times its slowest convergence (and
+// deletion), at least 30 seconds and at most the base's bound, which a
+// finding's file keeps.
 func TestCampaignPatience(t *testing.T) {
 	g := NewWithT(t)
 	e, base := exploreEngine(t)
 	base.Spec.Resource.ConvergeWithin = metav1.Duration{Duration: 2 * time.Minute}
 	c := &campaign{e: e, o: ExploreOptions{Artifacts: t.TempDir()}, base: base}
 	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}}
-	for slowest, want := range map[time.Duration]time.Duration{
-		0:                      30 * time.Second,
-		2 * time.Second:        30 * time.Second,
-		5 * time.Second:        50 * time.Second,
-		20 * time.Second:       2 * time.Minute,
-		500 * time.Millisecond: 30 * time.Second,
+	for slowest, want := range map[time.Duration]struct{ converge, delete time.Duration }{
+		0:                      {30 * time.Second, 30 * time.Second},
+		500 * time.Millisecond: {30 * time.Second, 30 * time.Second},
+		5 * time.Second:        {50 * time.Second, 50 * time.Second},
+		15 * time.Second:       {2 * time.Minute, 150 * time.Second},
+		time.Minute:            {2 * time.Minute, 3 * time.Minute},
 	} {
-		e.slowestConverge = slowest
-		g.Expect(c.scenario("explore-1", seq, nil).Spec.Resource.ConvergeWithin.Duration).To(Equal(want), "slowest %s", slowest)
+		e.slowestConverge, e.slowestDeletion = slowest, slowest
+		r := c.scenario("explore-1", seq, nil).Spec.Resource
+		g.Expect(r.ConvergeWithin.Duration).To(Equal(want.converge), "slowest %s", slowest)
+		g.Expect(r.DeleteWithin.Duration).To(Equal(want.delete), "slowest %s: the default bound of 3m", slowest)
 	}
 	g.Expect(base.Spec.Resource.ConvergeWithin.Duration).To(Equal(2*time.Minute), "the base is left as it was")
+	g.Expect(base.Spec.Resource.DeleteWithin.Duration).To(BeZero())
 
 	f := c.finding(t.Context(), "explore-1", seq, nil, "settles", "not converged: gave up after 30s")
 	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, f.File)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(set.Scenarios[0].Spec.Resource.ConvergeWithin.Duration).To(Equal(2*time.Minute), "its replays wait as the base says")
+	r := set.Scenarios[0].Spec.Resource
+	g.Expect(r.ConvergeWithin.Duration).To(Equal(2*time.Minute), "its replays wait as the base says")
+	g.Expect(r.DeleteWithin.Duration).To(BeZero(), "the default, as the base")
 }
 
 // A condition that names a sibling the step built with its field's new

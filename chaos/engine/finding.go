@@ -89,6 +89,9 @@ func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, err
 	if r.ConvergeWithin.Duration > 0 {
 		resource["convergeWithin"] = r.ConvergeWithin.Duration.String()
 	}
+	if r.DeleteWithin.Duration > 0 {
+		resource["deleteWithin"] = r.DeleteWithin.Duration.String()
+	}
 	var during []map[string]any
 	for _, a := range s.Spec.During {
 		if a.Converge {

@@ -396,13 +396,22 @@ const (
 	// patchAdmissionWait bounds retries of a during patch, which the
 	// operator's webhook may refuse while its pod restarts under a fault.
 	patchAdmissionWait = 3 * time.Minute
-	// deletionWait bounds the wait for the resource to go: a finalizer's
-	// final snapshot Job on kind, with its image pulled, fits in it.
-	deletionWait = 3 * time.Minute
+	// defaultDeleteWithin bounds the wait for the resource to go when a
+	// scenario gives no deleteWithin: a finalizer's final snapshot Job on
+	// kind, with its image pulled, fits in it.
+	defaultDeleteWithin = 3 * time.Minute
 	// cleanupWithin bounds the whole cleanup: the failure bundle, the
 	// deletion wait and the namespace's removal.
 	cleanupWithin = 4 * time.Minute
 )
+
+// deleteWithin is the scenario's bound on the wait for the resource to go.
+func (r *run) deleteWithin() time.Duration {
+	if d := r.s.Spec.Resource.DeleteWithin.Duration; d > 0 {
+		return d
+	}
+	return defaultDeleteWithin
+}
 
 // cleanup collects a bundle when the scenario failed, closes the workload,
 // deletes the resource and waits until it is gone, then the namespace.
@@ -430,10 +439,13 @@ func (r *run) cleanup(ctx context.Context) {
 		order, owned := r.beforeDeletion(ctx)
 		deleted := time.Now()
 		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
-		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", deletionWait, time.Second, func(ctx context.Context) (bool, string, error) {
+		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", r.deleteWithin(), time.Second, func(ctx context.Context) (bool, string, error) {
 			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 		})
+		if err == nil {
+			r.e.slowestDeletion = max(r.e.slowestDeletion, time.Since(deleted))
+		}
 		if err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 		} else if r.e.view != nil {

@@ -82,6 +82,10 @@ type Resource struct {
 	AllPodsReady *bool `json:"allPodsReady,omitempty"`
 	// ConvergeWithin bounds each wait for convergence (default 5m).
 	ConvergeWithin metav1.Duration `json:"convergeWithin,omitempty"`
+	// DeleteWithin bounds the wait for the resource to go once the run
+	// deletes it (default 3m): its finalizers' work, such as a final
+	// backup, must fit in it.
+	DeleteWithin metav1.Duration `json:"deleteWithin,omitempty"`
 }
 
 // Role picks pods. Exactly one of Pods, Owned, From, Operator and
