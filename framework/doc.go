@@ -10,7 +10,10 @@
 //     failure message listing every condition the object has.
 //   - StatefulSetSimulator: advances StatefulSet and Pod status the way the
 //     StatefulSet controller and kubelets would (create, ready, scale, roll),
-//     for backends that run no controllers (the fake client, envtest).
+//     for backends that run no controllers (the fake client, envtest);
+//     DeploymentSimulator, JobSimulator, GarbageCollector, ClaimProtection
+//     and VolumeBinder play the other controllers envtest lacks (a
+//     provisioner whose volumes bind and grow, for VolumeBinder).
 //   - WriteLog: records every write a client makes, to assert that a
 //     converged pass writes nothing.
 //   - Faults: fails matching calls (by verb, kind, object, the Nth or the

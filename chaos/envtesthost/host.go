@@ -204,8 +204,9 @@ func (h *Host) Target() chaosmesh.Pods {
 
 // Simulate starts the simulators: every simulatorTick they play the
 // StatefulSet and Deployment controllers with their kubelets (pods made
-// and marked ready), the garbage collector and the claim protection
-// controller, which envtest does not run. Teardown stops them.
+// and marked ready), the garbage collector, the claim protection
+// controller and a volume provisioner whose volumes bind and grow, which
+// envtest does not run. Teardown stops them.
 func (h *Host) Simulate(ctx context.Context) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h.stop, h.stopped = cancel, make(chan struct{})
@@ -216,10 +217,11 @@ func (h *Host) Simulate(ctx context.Context) {
 		deploys := &framework.DeploymentSimulator{Client: c}
 		gc := &framework.GarbageCollector{Client: c, Kinds: CollectedKinds()}
 		claims := &framework.ClaimProtection{Client: c}
+		volumes := &framework.VolumeBinder{Client: c}
 		// Every simulator steps each tick, whatever another's error.
 		all := func(ctx context.Context) (bool, error) {
 			var errs []error
-			for _, step := range []framework.EnvStep{sts.Step, deploys.Step, gc.Step, claims.Step} {
+			for _, step := range []framework.EnvStep{sts.Step, deploys.Step, gc.Step, claims.Step, volumes.Step} {
 				_, err := step(ctx)
 				errs = append(errs, err)
 			}
