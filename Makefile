@@ -9,6 +9,7 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
 GOTESTSUM_VERSION      ?= v1.13.0
+GORELEASER_VERSION     ?= v2.15.1
 ACTIONLINT_VERSION     ?= v1.7.12
 KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.6.16
@@ -47,6 +48,7 @@ export GOBIN := $(BIN)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM      := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
+GORELEASER     := $(BIN)/goreleaser-$(GORELEASER_VERSION)
 ACTIONLINT     := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 
 ETCD_BIN  := $(BIN)/etcd/$(ETCD_VERSION)/etcd
@@ -167,6 +169,10 @@ test: verify lint verify-generated build test-unit test-report test-etcd test-in
 
 .PHONY: test-campaigns
 test-campaigns: test-view test-explore ## The long hermetic campaigns: every example's view scenarios against their fault-free twins and the explore campaign (in .ci/run after make test).
+
+.PHONY: test-release
+test-release: $(GORELEASER) ## Rehearse a release: GoReleaser's snapshot archives into dist/ (no tag, nothing published), then this machine's archive unpacked in an empty folder and used there: version, schema, init and validate in a copy of the Memcached example (ci/release-proof.sh). Not in make test: GoReleaser takes minutes to build.
+	ci/release-proof.sh $(GORELEASER)
 
 .PHONY: test-install
 test-install: envtest-bins ## go install .../cmd/gauntlet@<a pseudo-version of HEAD> in an empty folder from HEAD's modules served by a local proxy, init and validate of a copy of the Memcached example with the installed binary, and the library modules' own tests in an adopter's module (ci/install-proof.sh).
@@ -480,6 +486,11 @@ $(GOTESTSUM):
 	@echo ">> installing gotestsum $(GOTESTSUM_VERSION)"; start=$$(date +%s); \
 	go install gotest.tools/gotestsum@$(GOTESTSUM_VERSION); \
 	mv $(BIN)/gotestsum $@; echo ">> gotestsum ready in $$(( $$(date +%s) - start ))s"
+
+$(GORELEASER):
+	@echo ">> installing goreleaser $(GORELEASER_VERSION)"; start=$$(date +%s); \
+	go install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); \
+	mv $(BIN)/goreleaser $@; echo ">> goreleaser ready in $$(( $$(date +%s) - start ))s"
 
 $(ACTIONLINT):
 	@echo ">> installing actionlint $(ACTIONLINT_VERSION)"; start=$$(date +%s); \
