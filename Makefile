@@ -254,7 +254,9 @@ test-pull-proof: registry gauntlet images chaos-images ## The pull path of the n
 test-view-bugs: gauntlet envtest-bins ## Which view scenarios catch each bug variant (suites/bugs, the Memcached example's bugs/), built from a patched copy; a table in artifacts/view-bugs.md (not in make test).
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} ci/view-bugs.sh $(ARTIFACTS)/view-bugs
 
-BUGS_BUDGET ?= 10m
+# The published table's campaigns are 30 minutes each (the target: a bug found
+# within 30 minutes of campaign time).
+BUGS_BUDGET ?= 30m
 # The gate's budget per variant: the table's minutes were measured before
 # the fault sweep, which takes about a minute a fault on the reference
 # operator, every other run.
