@@ -400,9 +400,10 @@ const (
 	// scenario gives no deleteWithin: a finalizer's final snapshot Job on
 	// kind, with its image pulled, fits in it.
 	defaultDeleteWithin = 3 * time.Minute
-	// cleanupWithin bounds the whole cleanup: the failure bundle, the
-	// deletion wait and the namespace's removal.
-	cleanupWithin = 4 * time.Minute
+	// cleanupBeyondDeletion is what the whole cleanup may take beyond its
+	// wait for the resource to go: the failure bundle and the namespace's
+	// removal.
+	cleanupBeyondDeletion = time.Minute
 )
 
 // deleteWithin is the scenario's bound on the wait for the resource to go.
@@ -416,7 +417,7 @@ func (r *run) deleteWithin() time.Duration {
 // cleanup collects a bundle when the scenario failed, closes the workload,
 // deletes the resource and waits until it is gone, then the namespace.
 func (r *run) cleanup(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupWithin)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.deleteWithin()+cleanupBeyondDeletion)
 	defer cancel()
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
@@ -443,14 +444,14 @@ func (r *run) cleanup(ctx context.Context) {
 			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 		})
-		if err == nil {
-			r.e.slowestDeletion = max(r.e.slowestDeletion, time.Since(deleted))
-		}
 		if err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
-		} else if r.e.view != nil {
-			r.leftAfterDeletion(ctx)
-			r.writesAfterRelease(deleted, owned)
+		} else {
+			r.e.slowestDeletion = max(r.e.slowestDeletion, time.Since(deleted))
+			if r.e.view != nil {
+				r.leftAfterDeletion(ctx)
+				r.writesAfterRelease(deleted, owned)
+			}
 		}
 		if order != nil {
 			c := order.judge(r.obj.GetKind() + "/" + r.obj.GetName())
