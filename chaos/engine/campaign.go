@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -26,7 +27,7 @@ type campaign struct {
 	e       *Engine
 	o       ExploreOptions
 	base    *scenario.Scenario
-	learned followLearner
+	learned compare.FollowLearner
 }
 
 // scenario is the campaign's scenario for seq, with the follows learned
@@ -52,7 +53,7 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 		}
 	}
 	fields := fieldsOf(seq)
-	s.Spec.Assertions.Follows = c.learned.follows(fields)
+	s.Spec.Assertions.Follows = c.learned.Follows(fields)
 	if c.e.refusable == nil {
 		c.e.refusable = map[string][]string{}
 	}
@@ -123,7 +124,7 @@ func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, fau
 		return c.e.Run(ctx, s, seed, artifacts)
 	}
 	res, fresh := c.e.runDifferential(ctx, s, seed, artifacts)
-	c.learned.observe(fresh)
+	c.learned.Observe(fresh)
 	return res
 }
 

@@ -103,7 +103,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		// first finding, and the campaign has nothing to start from.
 		return c.unsettled(ctx, refRes, x, start)
 	}
-	c.learned.observe(ref)
+	c.learned.Observe(ref)
 	e.logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
 		c.patience(), c.deletionPatience(), explore.PatienceFactor, e.slowestConverge.Round(time.Millisecond), e.slowestDeletion.Round(time.Millisecond), explore.PatienceFloor)
 	var faults []*scenario.Fault
@@ -119,7 +119,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	if err != nil {
 		return rep, x, err
 	}
-	for _, f := range c.learned.follows(x.Fields) {
+	for _, f := range c.learned.Follows(x.Fields) {
 		x.Follows = append(x.Follows, fmt.Sprintf("%s → %s %s", f.Field, f.Object, f.Path))
 	}
 	x.Covered = slices.Sorted(maps.Keys(x.CoveredAfter))
