@@ -39,8 +39,8 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 		res.Errors = append(res.Errors, fmt.Sprintf("writing the fresh resource's manifest: %v", err))
 		return res, nil
 	}
-	e.logf("%s: a fresh resource with the spec it ended with, to compare", s.Metadata.Name)
-	freshRes, freshEnd := e.runOnce(ctx, fresh, seed, filepath.Join(artifacts, "fresh"), true)
+	e.logf("%s: a fresh resource with the spec it ended with, in a freshly started operator, to compare", s.Metadata.Name)
+	freshRes, freshEnd := e.freshRun(ctx, fresh, seed, filepath.Join(artifacts, "fresh"))
 	if freshEnd == nil {
 		return freshUnjudged(freshRes, "the fresh resource with the final spec", s.Metadata.Name, start), nil
 	}
@@ -56,6 +56,19 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 	e.logf("%s: against a fresh resource with its final spec: %d differences", s.Metadata.Name, len(diff.Differences))
 	res.Took = time.Since(start)
 	return res, freshEnd
+}
+
+// freshRun runs a fresh resource's scenario in a freshly started
+// operator: a process with no memory of the run it is compared with, so
+// that what an operator carries from one resource to the next (a package
+// variable set once and never reset, a cache never pruned) shows as a
+// difference rather than being shared by both sides.
+func (e *Engine) freshRun(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
+	if err := e.restartOperator(ctx); err != nil {
+		r := &run{e: e, s: s, res: &report.Result{Run: &report.Run{Scenario: s.Metadata.Name, Seed: seed}, Description: s.Metadata.Description}}
+		return r.fail("starting the operator afresh for the fresh resource: %v", err), nil
+	}
+	return e.runOnce(ctx, s, seed, artifacts, true)
 }
 
 // freshScenario is s with no before or during actions and no fault,
@@ -94,7 +107,7 @@ func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir st
 // state was read.
 func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *compare.State) *report.Result {
 	e.logf("%s: once more without a fault, to learn what differs between equal runs", s.Metadata.Name)
-	againRes, again := e.runOnce(ctx, s, seed, artifacts, true)
+	againRes, again := e.freshRun(ctx, s, seed, artifacts)
 	if again == nil {
 		return againRes
 	}

@@ -412,3 +412,51 @@ func (r *run) reconcileErrors(ctx context.Context) (float64, bool) {
 	}
 	return framework.SumSamples(fams, "controller_runtime_reconcile_errors_total", labels), true
 }
+
+// restartOperator kills the operator, as a crash would, and returns once
+// it runs again: on envtest its process started anew; on a cluster new
+// pods ready in place of the killed ones (a webhook it serves answers
+// again).
+func (e *Engine) restartOperator(ctx context.Context) error {
+	start := time.Now()
+	if h := e.host; h != nil {
+		n := h.Restarts()
+		if err := h.Kill(); err != nil {
+			return err
+		}
+		err := framework.PollFor(ctx, "the operator process to start again", operatorReadyWithin, 50*time.Millisecond, func(context.Context) (bool, string, error) {
+			return h.Restarts() > n, fmt.Sprintf("started %d times after the first, %d before the kill", h.Restarts(), n), nil
+		})
+		if err == nil {
+			e.logf("restarted the operator process in %s", time.Since(start).Round(time.Millisecond))
+		}
+		return err
+	}
+	killed, err := e.operatorPods(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.killOperatorPods(ctx); err != nil {
+		return err
+	}
+	err = framework.PollFor(ctx, "the operator's pods to be ready again", operatorReadyWithin, time.Second, func(ctx context.Context) (bool, string, error) {
+		pods, err := e.operatorPods(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ready := 0
+		for i := range pods {
+			if slices.ContainsFunc(killed, func(k corev1.Pod) bool { return k.UID == pods[i].UID }) {
+				return false, fmt.Sprintf("killed pod %s still listed", pods[i].Name), nil
+			}
+			if framework.PodReady(&pods[i]) {
+				ready++
+			}
+		}
+		return ready > 0 && ready == len(pods), fmt.Sprintf("%d of %d new operator pods ready", ready, len(pods)), nil
+	})
+	if err == nil {
+		e.logf("restarted the operator's pods in %s", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
