@@ -177,6 +177,32 @@ func (r *converger) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	return reconcile.Result{}, r.c.Update(ctx, cm)
 }
 
+// A withheld pod, once deleted, stays gone (its set counts it missing)
+// until restored, as a controller that has not acted yet.
+func TestStatefulSetSimulatorWithholds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	set := newSet(3)
+	set.UID = "set-uid"
+	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{set}})
+	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
+	key := client.ObjectKey{Namespace: "ns", Name: "x"}
+	sts := &appsv1.StatefulSet{}
+	g.Expect(sim.Settle(ctx, 10)).To(Succeed())
+
+	sim.Withhold("ns", "x-0")
+	g.Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x-0"}})).To(Succeed())
+	g.Expect(sim.Settle(ctx, 10)).To(Succeed())
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "x-0"}, &corev1.Pod{}))).To(BeTrue(), "x-0 made again while withheld")
+	g.Expect(c.Get(ctx, key, sts)).To(Succeed())
+	g.Expect(sts.Status.ReadyReplicas).To(BeEquivalentTo(2))
+
+	sim.Restore("ns", "x-0")
+	g.Expect(sim.Settle(ctx, 10)).To(Succeed())
+	g.Expect(c.Get(ctx, key, sts)).To(Succeed())
+	g.Expect(sts.Status.ReadyReplicas).To(BeEquivalentTo(3))
+}
+
 func TestDriverDetectsHotLoopsWithADiff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()

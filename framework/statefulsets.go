@@ -54,6 +54,7 @@ type StatefulSetSimulator struct {
 	paused   map[string]bool // namespaces
 	created  int             // pods created, for their UIDs
 	refused  map[string]bool // namespace/pod refused by admission, said once
+	withheld map[string]bool // namespace/pod not to be made again yet
 }
 
 // Pause stops the simulator from acting in a namespace, for tests that write
@@ -95,6 +96,35 @@ func (s *StatefulSetSimulator) SetReady(ready bool, namespace string, pods ...st
 			s.notReady[namespace+"/"+p] = true
 		}
 	}
+}
+
+// Withhold keeps the named pods from being made again when they are gone,
+// as a controller that has not acted yet: a pod deleted meanwhile stays
+// absent, and its set counts it missing, until Restore.
+func (s *StatefulSetSimulator) Withhold(namespace string, pods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.withheld == nil {
+		s.withheld = map[string]bool{}
+	}
+	for _, p := range pods {
+		s.withheld[namespace+"/"+p] = true
+	}
+}
+
+// Restore lets the simulator make the named pods again.
+func (s *StatefulSetSimulator) Restore(namespace string, pods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pods {
+		delete(s.withheld, namespace+"/"+p)
+	}
+}
+
+func (s *StatefulSetSimulator) isWithheld(namespace, pod string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.withheld[namespace+"/"+pod]
 }
 
 func (s *StatefulSetSimulator) wantReady(p *corev1.Pod) bool {
@@ -222,6 +252,9 @@ func (s *StatefulSetSimulator) stepOne(ctx context.Context, sts *appsv1.Stateful
 			continue
 		}
 		p := newPod(sts, ord, updateRev)
+		if s.isWithheld(p.Namespace, p.Name) {
+			continue
+		}
 		if err := s.ensureClaims(ctx, sts, p.Name); err != nil {
 			return changed, err
 		}

@@ -28,6 +28,9 @@ type campaign struct {
 	o       ExploreOptions
 	base    *scenario.Scenario
 	learned compare.FollowLearner
+	// roles are those the fault menu's faults target that the base does
+	// not define (the operator's, a set's first member).
+	roles map[string]scenario.Role
 }
 
 // scenario is the campaign's scenario for seq, with the follows learned
@@ -70,12 +73,12 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 			s.Spec.Before = []scenario.Action{{Recreate: true}}
 			s.Metadata.Description += ", after the resource is deleted and created again"
 		}
-		if fault.Target == operatorRole {
+		if role, ok := c.roles[fault.Target]; ok {
 			roles := maps.Clone(s.Spec.Roles)
 			if roles == nil {
 				roles = map[string]scenario.Role{}
 			}
-			roles[operatorRole] = scenario.Role{Operator: true}
+			roles[fault.Target] = role
 			s.Spec.Roles = roles
 		}
 	}

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"iter"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
@@ -31,14 +34,18 @@ const (
 // coalesced, errors, a kill right after a write and coalesced events on
 // each kind of child it wrote, a restart
 // onto a view as of the resource's creation, and, where it holds a
-// finalizer, as of its deletion after a recreate, and expired watches. On a
-// cluster, a pod kill of each role the base scenario names too. Nothing
-// in it is known of the operator beforehand.
-func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string]scenario.Role) []scenario.Fault {
+// finalizer, as of its deletion after a recreate, and expired watches;
+// a pod kill of the first member of each StatefulSet the resource owns
+// (on envtest, made again only at the heal) and, on a cluster, of each
+// role the base scenario names. Nothing in it is known of the operator
+// beforehand. It returns the roles its faults target that the base does
+// not define, for the scenarios that hold them.
+func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string]scenario.Role) ([]scenario.Fault, map[string]scenario.Role) {
 	plural := ref.Plural
 	if e.view == nil {
-		return nil
+		return nil, nil
 	}
+	added := map[string]scenario.Role{operatorRole: {Operator: true}}
 	verbs := map[string][]string{}
 	status := false
 	for _, q := range e.view.proxy.Requests() {
@@ -90,6 +97,12 @@ func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string
 			Requests: &scenario.RequestMatch{Resource: plural}},
 		scenario.Fault{Action: scenario.ActionWatchClose, Target: operatorRole, Expire: true, Hold: hold(menuRestartHold),
 			Requests: &scenario.RequestMatch{Namespace: "*"}})
+	for name, role := range firstMembers(ref) {
+		if _, taken := roles[name]; !taken {
+			added[name] = role
+			menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(menuHold)})
+		}
+	}
 	if e.host == nil {
 		for _, name := range slices.Sorted(maps.Keys(roles)) {
 			if r := roles[name]; !r.Operator && !r.APIServer {
@@ -97,7 +110,26 @@ func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string
 			}
 		}
 	}
-	return menu
+	return menu, added
+}
+
+// firstMembers are roles of the first pod (ordinal 0) of each StatefulSet
+// the resource owns, by the pod-name label the StatefulSet controller
+// sets, in the order of their sets' names: the member that bootstraps a
+// set, and the one an operator most often addresses by name.
+func firstMembers(ref *compare.State) iter.Seq2[string, scenario.Role] {
+	return func(yield func(string, scenario.Role) bool) {
+		for _, child := range slices.Sorted(maps.Keys(ref.Children)) {
+			kind, set, _ := strings.Cut(child, "/")
+			if kind != "StatefulSet" {
+				continue
+			}
+			pod := set + "-0"
+			if !yield(pod, scenario.Role{Pods: map[string]string{appsv1.StatefulSetPodNameLabel: pod}}) {
+				return
+			}
+		}
+	}
 }
 
 // faultsFor draws, with the seed, which of the plan's sequences run

@@ -108,7 +108,8 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		c.patience(), c.deletionPatience(), explore.PatienceFactor, e.slowestConverge.Round(time.Millisecond), e.slowestDeletion.Round(time.Millisecond), explore.PatienceFloor)
 	var faults []*scenario.Fault
 	if !o.NoFaults {
-		menu := e.faultMenu(refStart, ref, base.Spec.Roles)
+		var menu []scenario.Fault
+		menu, c.roles = e.faultMenu(refStart, ref, base.Spec.Roles)
 		sweep, swept := faultSweep(admitted, menu, o.Seed)
 		plan, faults = alternate(sweep, swept, plan, faultsFor(plan, menu, o.Seed))
 		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))

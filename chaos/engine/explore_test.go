@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -144,7 +145,7 @@ func TestClassifyRefusal(t *testing.T) {
 func TestCampaignUnderFault(t *testing.T) {
 	g := NewWithT(t)
 	e, base := exploreEngine(t)
-	c := &campaign{e: e, base: base}
+	c := &campaign{e: e, base: base, roles: map[string]scenario.Role{operatorRole: {Operator: true}}}
 	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}, {Path: []string{"spec", "image"}, Value: "x"}}
 	fault := &scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: metav1.Duration{Duration: 15 * time.Second},
 		Requests: &scenario.RequestMatch{Verb: "patch", Resource: "statefulsets"}}
@@ -166,6 +167,35 @@ func TestCampaignUnderFault(t *testing.T) {
 	g.Expect(got.Fault).To(Equal(*fault))
 	g.Expect(got.Assertions.SameAsFresh).To(BeFalse())
 	g.Expect(got.Assertions.OperatorRestarts).To(Equal(1))
+}
+
+// The menu's pod kills target the first member of each StatefulSet the
+// resource owns, by the pod-name label; a scenario holding one defines
+// that role, and its finding file loads with it.
+func TestCampaignKillsFirstMembers(t *testing.T) {
+	g := NewWithT(t)
+	ref := &compare.State{Children: map[string]map[string]any{
+		"StatefulSet/db-followers": {}, "Service/db": {}, "StatefulSet/db-leaders": {}, "Deployment/db-proxy": {}}}
+	var names []string
+	roles := map[string]scenario.Role{}
+	for name, role := range firstMembers(ref) {
+		names, roles[name] = append(names, name), role
+	}
+	g.Expect(names).To(Equal([]string{"db-followers-0", "db-leaders-0"}))
+	g.Expect(roles["db-leaders-0"]).To(Equal(scenario.Role{Pods: map[string]string{"statefulset.kubernetes.io/pod-name": "db-leaders-0"}}))
+
+	e, base := exploreEngine(t)
+	c := &campaign{e: e, base: base, roles: roles}
+	fault := &scenario.Fault{Action: scenario.ActionPodKill, Target: "db-leaders-0", Hold: metav1.Duration{Duration: 15 * time.Second}}
+	s := c.scenario("explore-6", []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}}, fault)
+	g.Expect(s.Spec.Roles).To(HaveKeyWithValue("db-leaders-0", roles["db-leaders-0"]))
+	g.Expect(s.Spec.Roles).NotTo(HaveKey("db-followers-0"), "only the role its fault targets")
+	file, err := e.writeFinding(t.TempDir(), s, "operator: operator restarts", "1")
+	g.Expect(err).NotTo(HaveOccurred())
+	set, err := scenario.LoadPaths(e.o.Set.OperatorFile, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Scenarios[0].Spec.Roles).To(HaveKey("db-leaders-0"))
+	g.Expect(set.Scenarios[0].Spec.Fault.Target).To(Equal("db-leaders-0"))
 }
 
 // A campaign's runs wait ten times its slowest convergence (and

@@ -66,15 +66,41 @@ func (r *run) experiment(ctx context.Context, f scenario.Fault) (*chaosmesh.Expe
 		}
 	}
 	var exp *chaosmesh.Experiment
-	if f.Action == scenario.ActionNodeLoss {
+	switch {
+	case f.Action == scenario.ActionNodeLoss:
 		exp, err = r.nodeLoss(ctx, target)
-	} else {
+	case f.Action == scenario.ActionPodKill && r.e.host != nil:
+		exp = r.simulatedPodLoss(target)
+	default:
 		exp, err = build(r.s.Metadata.Name, f, target, peer, addrs)
 	}
 	if err == nil {
 		r.targets = exp.Targets
 	}
 	return exp, err
+}
+
+// simulatedPodLoss is a pod kill on envtest, where the harness plays the
+// StatefulSet controller: the target pods are deleted at once and made
+// again only at the heal, so that the operator meets, for the whole hold,
+// the window a cluster's controller leaves between a pod's loss and its
+// replacement.
+func (r *run) simulatedPodLoss(target chaosmesh.Pods) *chaosmesh.Experiment {
+	h := r.e.host
+	return &chaosmesh.Experiment{
+		Targets: []chaosmesh.Pods{target},
+		Harness: &chaosmesh.HarnessFault{
+			Name: r.s.Metadata.Name,
+			Kind: "Pod/delete, made again at the heal",
+			Inject: func(ctx context.Context) error {
+				return h.LosePods(ctx, target.Namespace, target.Names...)
+			},
+			Recover: func(context.Context) error {
+				h.RestorePods(target.Namespace, target.Names...)
+				return nil
+			},
+		},
+	}
 }
 
 // nodeLoss stops the nodes the target pods run on for the hold, then

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -61,6 +62,7 @@ type Host struct {
 	logPath string
 	stop    context.CancelFunc
 	stopped chan struct{}
+	sets    *framework.StatefulSetSimulator
 }
 
 // Start starts envtest.
@@ -73,7 +75,7 @@ func Start(o Options) (*Host, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Host{Env: env, logf: logf}, nil
+	return &Host{Env: env, logf: logf, sets: &framework.StatefulSetSimulator{Client: env.Client}}, nil
 }
 
 // StartProxy starts the API proxy the operator's client goes through.
@@ -213,7 +215,6 @@ func (h *Host) Simulate(ctx context.Context) {
 	go func() {
 		defer close(h.stopped)
 		c := h.Env.Client
-		sts := &framework.StatefulSetSimulator{Client: c}
 		deploys := &framework.DeploymentSimulator{Client: c}
 		gc := &framework.GarbageCollector{Client: c, Kinds: CollectedKinds()}
 		claims := &framework.ClaimProtection{Client: c}
@@ -221,7 +222,7 @@ func (h *Host) Simulate(ctx context.Context) {
 		// Every simulator steps each tick, whatever another's error.
 		all := func(ctx context.Context) (bool, error) {
 			var errs []error
-			for _, step := range []framework.EnvStep{sts.Step, deploys.Step, gc.Step, claims.Step, volumes.Step} {
+			for _, step := range []framework.EnvStep{h.sets.Step, deploys.Step, gc.Step, claims.Step, volumes.Step} {
 				_, err := step(ctx)
 				errs = append(errs, err)
 			}
@@ -230,6 +231,24 @@ func (h *Host) Simulate(ctx context.Context) {
 		framework.RunEvery(ctx, simulatorTick, all, func(err error) { h.logf("envtest simulator: %v", err) })
 	}()
 }
+
+// LosePods deletes pods of StatefulSets at once (no grace period) and
+// keeps the simulated controller from making them again until RestorePods:
+// the window a cluster's controller leaves between a pod's loss and its
+// replacement, held open.
+func (h *Host) LosePods(ctx context.Context, namespace string, names ...string) error {
+	h.sets.Withhold(namespace, names...)
+	for _, name := range names {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		if err := h.Env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s/%s: %w", namespace, name, err)
+		}
+	}
+	return nil
+}
+
+// RestorePods lets the simulated controller make the pods again.
+func (h *Host) RestorePods(namespace string, names ...string) { h.sets.Restore(namespace, names...) }
 
 // CollectedKinds are the kinds the simulated garbage collector deletes
 // once their owner is gone: every kind of child the engine's oracles
