@@ -45,7 +45,7 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 		return freshUnjudged(freshRes, "the fresh resource with the final spec", s.Metadata.Name, start), nil
 	}
 	if !e.calibrated {
-		if again := e.calibrate(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), freshEnd); again != nil {
+		if again := e.calibrate(ctx, fresh, seed, filepath.Join(artifacts, "fresh-2"), freshEnd, e.freshRun); again != nil {
 			return freshUnjudged(again, "the second fresh resource", s.Metadata.Name, start), nil
 		}
 	}
@@ -58,6 +58,14 @@ func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed
 	return res, freshEnd
 }
 
+// runner runs a scenario once, fault-free, and returns its end state.
+type runner func(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State)
+
+// twinRun runs a scenario as its fault-free twin.
+func (e *Engine) twinRun(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
+	return e.runOnce(ctx, s, seed, artifacts, true)
+}
+
 // freshRun runs a fresh resource's scenario in a freshly started
 // operator: a process with no memory of the run it is compared with, so
 // that what an operator carries from one resource to the next (a package
@@ -68,7 +76,7 @@ func (e *Engine) freshRun(ctx context.Context, s *scenario.Scenario, seed uint64
 		r := &run{e: e, s: s, res: &report.Result{Run: &report.Run{Scenario: s.Metadata.Name, Seed: seed}, Description: s.Metadata.Description}}
 		return r.fail("starting the operator afresh for the fresh resource: %v", err), nil
 	}
-	return e.runOnce(ctx, s, seed, artifacts, true)
+	return e.twinRun(ctx, s, seed, artifacts)
 }
 
 // freshScenario is s with no before or during actions and no fault,
@@ -101,13 +109,13 @@ func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir st
 	return &f, nil
 }
 
-// calibrate runs s once more, fault-free, and learns what differs
-// between that run and first, which ran the same way: noise, not a
-// finding. It returns the second run's result when it failed before its end
-// state was read.
-func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *compare.State) *report.Result {
+// calibrate runs s once more with run, fault-free, and learns what
+// differs between that run and first, which ran the same way: noise, not
+// a finding. It returns the second run's result when it failed before its
+// end state was read.
+func (e *Engine) calibrate(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string, first *compare.State, run runner) *report.Result {
 	e.logf("%s: once more without a fault, to learn what differs between equal runs", s.Metadata.Name)
-	againRes, again := e.freshRun(ctx, s, seed, artifacts)
+	againRes, again := run(ctx, s, seed, artifacts)
 	if again == nil {
 		return againRes
 	}

@@ -148,12 +148,12 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 	}
 	start := time.Now()
 	e.logf("%s: the fault-free twin first (seed %d)", s.Metadata.Name, seed)
-	twinRes, twin := e.runOnce(ctx, s, seed, filepath.Join(artifacts, "twin"), true)
+	twinRes, twin := e.twinRun(ctx, s, seed, filepath.Join(artifacts, "twin"))
 	if twin == nil {
 		return unjudged(twinRes, "the fault-free twin", start)
 	}
 	if e.host == nil || !e.calibrated {
-		if again := e.calibrate(ctx, s, seed, filepath.Join(artifacts, "twin-2"), twin); again != nil {
+		if again := e.calibrate(ctx, s, seed, filepath.Join(artifacts, "twin-2"), twin, e.twinRun); again != nil {
 			return unjudged(again, "the second fault-free twin", start)
 		}
 	}
