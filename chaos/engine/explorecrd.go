@@ -87,7 +87,13 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 		return nil, fmt.Errorf("the starting resource (%s), which the campaign's every step patches: %w", base.Spec.Resource.Manifest, err)
 	}
 	defer func() {
-		_ = e.Client.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+		// Gone before any run: a resource left behind would be reconciled
+		// all campaign long, its state in every process of the operator.
+		ctx := context.WithoutCancel(ctx)
+		if err := r.deleteResource(ctx); err != nil {
+			e.logf("explore: the resource the dry runs patched: %v", err)
+		}
+		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
 	}()
 	dryRun := func(version string, patch []byte) error {
 		gvr := r.gvr

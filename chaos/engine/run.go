@@ -439,12 +439,7 @@ func (r *run) cleanup(ctx context.Context) {
 	if r.obj != nil && r.obj.GetUID() != "" {
 		order, owned := r.beforeDeletion(ctx)
 		deleted := time.Now()
-		_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
-		err := framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", r.deleteWithin(), time.Second, func(ctx context.Context) (bool, string, error) {
-			_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
-		})
-		if err != nil {
+		if err := r.deleteResource(ctx); err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 		} else {
 			r.e.slowestDeletion = max(r.e.slowestDeletion, time.Since(deleted))
@@ -464,6 +459,18 @@ func (r *run) cleanup(ctx context.Context) {
 	if r.ns != "" {
 		_ = r.e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
 	}
+}
+
+// deleteResource deletes the run's resource and waits, deleteWithin at
+// most, until it is gone. Its namespace's deletion alone would not do:
+// envtest runs no namespace controller, so what a deleted namespace holds
+// stays, and the operator goes on reconciling it.
+func (r *run) deleteResource(ctx context.Context) error {
+	_ = r.resource().Delete(ctx, r.obj.GetName(), metav1.DeleteOptions{})
+	return framework.PollFor(ctx, r.obj.GetKind()+" "+r.ns+"/"+r.obj.GetName()+" to be deleted", r.deleteWithin(), time.Second, func(ctx context.Context) (bool, string, error) {
+		_, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+	})
 }
 
 // recordInjections copies what the proxy did during the run into the
