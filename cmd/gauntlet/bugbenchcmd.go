@@ -38,7 +38,8 @@ makes the source tree from the operator's git repository, runs
 written per bug, and replays every finding's scenario file on the buggy
 source and on each bug's fix. A bug is found when a finding fails on its
 buggy source and passes on its fix; a finding that fails on every fix of a
-campaign whose bugs all have one is a false alarm.
+campaign whose bugs all have one (and none of whose source --bug left
+out) is a false alarm.
 
 It prints a line per step and writes <report>/bugs.json and bugs.md: per
 bug, the verdict, the oracle and fault layer of the finding, the run and

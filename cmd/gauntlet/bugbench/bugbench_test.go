@@ -313,6 +313,22 @@ func TestRunnerJudgesByReplayOnTheFix(t *testing.T) {
 	judgedAgain(t, r.Out, res)
 }
 
+// A run of some bugs (--bug) names the others of the same source, which
+// may explain a finding: none of its findings is a false alarm.
+func TestRunnerOfSomeBugsNamesTheOthers(t *testing.T) {
+	r, _, f, _ := benchFixture(t)
+	res, err := r.Run(t.Context(), f.Bugs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Campaigns[0].LeftOut; !slices.Equal(got, []string{"no-fix"}) {
+		t.Errorf("left out %v, want [no-fix] (no-door is another operator's)", got)
+	}
+	if got := res.Totals; got.Found != 1 || got.FalseAlarms != 0 || got.Unattributed != 1 {
+		t.Errorf("totals %+v: explore-5, failing on the fix, is unattributed, not a false alarm", got)
+	}
+}
+
 // With shards, each campaign is spread over an Indexed Job on the
 // multi-node kind cluster; the replays stay on envtest here.
 func TestShardsGoToTheCampaignsOnly(t *testing.T) {
@@ -419,6 +435,31 @@ func TestFalseAlarmWhenEveryBugHasAFix(t *testing.T) {
 	}
 	if got := total(res); got.FalseAlarms != 1 || got.Unattributed != 0 {
 		t.Errorf("a finding that fails on the unpatched tree: totals %+v, want one false alarm", got)
+	}
+	// A bug of the same source left out by --bug may explain it.
+	res.Campaigns[0].LeftOut = []string{"c"}
+	if got := total(res); got.FalseAlarms != 0 || got.Unattributed != 1 {
+		t.Errorf("with a bug of its source left out: totals %+v, want it unattributed", got)
+	}
+}
+
+// A pod kill is Chaos Mesh's on a cluster and the simulated pods' on
+// envtest.
+func TestLayer(t *testing.T) {
+	for _, c := range []struct {
+		action  string
+		envtest bool
+		want    string
+	}{
+		{"", true, "none (spec changes alone)"},
+		{"stale-view", true, "operator's view (API proxy): stale-view"},
+		{"pod-kill", true, "envtest's simulated pods: pod-kill, made again at the heal"},
+		{"pod-kill", false, "cluster (Chaos Mesh): pod-kill"},
+		{"partition", false, "cluster (Chaos Mesh): partition"},
+	} {
+		if got := Layer(c.action, c.envtest); got != c.want {
+			t.Errorf("Layer(%q, %v) = %q, want %q", c.action, c.envtest, got, c.want)
+		}
 	}
 }
 

@@ -54,8 +54,13 @@ type Result struct {
 
 // Campaign is one explore campaign on a buggy source.
 type Campaign struct {
-	Tree     string        `json:"tree"`
-	Bugs     []string      `json:"bugs"`
+	Tree string   `json:"tree"`
+	Bugs []string `json:"bugs"`
+	// LeftOut are the file's other bugs of the same source, which the run
+	// did not select (--bug): one of them may explain a finding the
+	// selected fixes do not, so no finding of the campaign is a false
+	// alarm.
+	LeftOut  []string      `json:"leftOut,omitempty"`
 	Report   string        `json:"report"`
 	Runs     int           `json:"runs"`
 	Explored time.Duration `json:"explored"`
@@ -237,7 +242,7 @@ func total(res *Result) Totals {
 		}
 	}
 	for _, c := range res.Campaigns {
-		allFixed := true
+		allFixed := len(c.LeftOut) == 0
 		for _, b := range res.Bugs {
 			if _, ok := b.Bug.Fixed(); !ok && slices.Contains(c.Bugs, b.Bug.ID) {
 				allFixed = false
@@ -360,7 +365,7 @@ func (res *Result) Markdown() string {
 	for _, r := range res.Bugs {
 		oracle, layer, run, minutes, replay, file := "-", "-", "-", "-", "-", "-"
 		if f := r.Finding; f != nil {
-			oracle, layer, run = f.Oracle, Layer(f.FaultAction), fmt.Sprint(f.Run)
+			oracle, layer, run = f.Oracle, Layer(f.FaultAction, !res.Kind), fmt.Sprint(f.Run)
 			minutes, file = fmt.Sprintf("%.1f", r.Minutes), f.File
 			replay = f.OnBuggy.String() + " / -"
 			if fix, ok := r.Bug.Fixed(); ok {

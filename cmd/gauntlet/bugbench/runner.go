@@ -97,6 +97,11 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	for _, bug := range group {
 		c.Bugs = append(c.Bugs, bug.ID)
 	}
+	for _, bug := range r.File.Bugs {
+		if bug.Buggy().Key() == c.Tree && !slices.Contains(c.Bugs, bug.ID) {
+			c.LeftOut = append(c.LeftOut, bug.ID)
+		}
+	}
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
 	src, err := r.source(ctx, tree, b)
@@ -321,13 +326,16 @@ func operatorFile(dir string) (string, error) {
 }
 
 // Layer names a fault action's layer: what the finding needed besides
-// its spec changes.
-func Layer(action string) string {
+// its spec changes. On envtest a pod kill is the simulated controllers'
+// (the pod made again only at the heal), not Chaos Mesh's.
+func Layer(action string, envtest bool) string {
 	switch {
 	case action == "":
 		return "none (spec changes alone)"
 	case scenario.IsViewAction(action):
 		return "operator's view (API proxy): " + action
+	case action == scenario.ActionPodKill && envtest:
+		return "envtest's simulated pods: pod-kill, made again at the heal"
 	case slices.Contains(scenario.ChaosActions, action):
 		return "cluster (Chaos Mesh): " + action
 	}
