@@ -125,3 +125,19 @@ func TestPassingOnlyOnTheWholeTreeIsUnconfirmed(t *testing.T) {
 		t.Errorf("verdict %q by %s, want found by explore-2", got.Verdict, got.Finding.Scenario)
 	}
 }
+
+func TestFalseAlarmWhenEveryBugHasAFix(t *testing.T) {
+	fix := "f"
+	res := &Result{
+		Bugs:      []BugResult{{Bug: Bug{ID: "a", BuggyPatch: "a.patch"}, Verdict: NotFound}, {Bug: Bug{ID: "b", FixCommit: &fix}, Verdict: NotFound}},
+		Campaigns: []Campaign{{Bugs: []string{"a"}, Findings: []Finding{{OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{"t": {Verdict: Fails}}}}}},
+	}
+	if got := total(res); got.FalseAlarms != 1 || got.Unattributed != 0 {
+		t.Errorf("a finding that fails on the unpatched tree: totals %+v, want one false alarm", got)
+	}
+	// A bug of the same source left out by --bug may explain it.
+	res.Campaigns[0].LeftOut = []string{"c"}
+	if got := total(res); got.FalseAlarms != 0 || got.Unattributed != 1 {
+		t.Errorf("with a bug of its source left out: totals %+v, want it unattributed", got)
+	}
+}

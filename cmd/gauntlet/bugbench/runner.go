@@ -90,6 +90,18 @@ func (r *Runner) logf(format string, args ...any) {
 	}
 }
 
+// leftOut are the file's bugs of c's buggy source that c does not judge
+// (a run given --bug): a finding may be one of them.
+func (r *Runner) leftOut(c Campaign) []string {
+	var out []string
+	for _, bug := range r.File.Bugs {
+		if bug.Buggy().Key() == c.Tree && !slices.Contains(c.Bugs, bug.ID) {
+			out = append(out, bug.ID)
+		}
+	}
+	return out
+}
+
 // campaign explores the group's buggy source and replays every finding.
 func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	tree := group[0].Buggy()
@@ -97,11 +109,7 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	for _, bug := range group {
 		c.Bugs = append(c.Bugs, bug.ID)
 	}
-	for _, bug := range r.File.Bugs {
-		if bug.Buggy().Key() == c.Tree && !slices.Contains(c.Bugs, bug.ID) {
-			c.LeftOut = append(c.LeftOut, bug.ID)
-		}
-	}
+	c.LeftOut = r.leftOut(c)
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
 	src, err := r.source(ctx, tree, b)
@@ -434,6 +442,7 @@ func (r *Runner) Update(ctx context.Context, res *Result) error {
 		for _, id := range c.Bugs {
 			group = append(group, now[id])
 		}
+		c.LeftOut = r.leftOut(*c)
 		b := r.File.Bench(group[0])
 		if b == nil || c.Error != "" {
 			continue
