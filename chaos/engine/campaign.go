@@ -49,18 +49,18 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 	s.Spec.Resource.ConvergeWithin = metav1.Duration{Duration: c.patience()}
 	s.Spec.Resource.DeleteWithin = metav1.Duration{Duration: c.deletionPatience()}
 	if len(created) > 0 {
-		s.Metadata.Description = "explore: " + stepNames(append(slices.Clone(created), changes...))
+		s.Metadata.Description = "explore: " + explore.Describe(append(slices.Clone(created), changes...))
 		if err := c.createdWith(s, created); err != nil {
 			// The run then fails to read its manifest, and says so.
-			c.e.logf("%s: writing its resource with %s: %v", name, stepNames(created), err)
+			c.e.logf("%s: writing its resource with %s: %v", name, explore.Describe(created), err)
 		}
 	}
-	fields := fieldsOf(seq)
+	fields := explore.FieldsOf(seq)
 	s.Spec.Assertions.Follows = c.learned.Follows(fields)
 	if c.e.refusable == nil {
 		c.e.refusable = map[string][]string{}
 	}
-	c.e.refusable[name] = setBy(seq)
+	c.e.refusable[name] = explore.SetBy(seq)
 	if fault != nil {
 		s.Spec.Fault = *fault
 		s.Spec.Assertions.SameAsFresh = false
@@ -183,7 +183,7 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 		res.Unjudged = "interrupted (the campaign's budget or a signal): what it saw last is no verdict on the operator"
 		return res
 	}
-	all, what := report.Judge(res, setBy(seq))
+	all, what := report.Judge(res, explore.SetBy(seq))
 	switch {
 	case len(all) > 0 || res.Verdict() != report.Failed:
 	case strings.HasPrefix(what, "refused"):
@@ -192,7 +192,7 @@ func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *sc
 		res.Unjudged = what
 	}
 	c.e.logf("%s (%s): %s", name, res.Description, what)
-	b, again := firstNewCause(x.Findings, all, stepList(seq), fault)
+	b, again := firstNewCause(x.Findings, all, explore.Strings(seq), fault)
 	switch {
 	case b != nil:
 		f := c.finding(ctx, name, seq, fault, b.Oracle, b.What)
@@ -235,12 +235,12 @@ func firstNewCause(findings []report.Finding, all []report.Broken, steps []strin
 // it, and writes what is left as a scenario file.
 func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, fault *scenario.Fault, oracle, what string) report.Finding {
 	e, o := c.e, c.o
-	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: stepList(seq)}
+	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: explore.Strings(seq)}
 	n := 0
 	fails := func(try []explore.Step, fault *scenario.Fault) bool {
 		n++
 		res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, fault, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
-		still := slices.Contains(report.BrokenOracles(res, setBy(try)), oracle)
+		still := slices.Contains(report.BrokenOracles(res, explore.SetBy(try)), oracle)
 		e.logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[still])
 		return still
 	}
@@ -253,7 +253,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 			fault = nil
 		}
 	}
-	f.Shrunk, f.Fields = stepList(shrunk), setBy(shrunk)
+	f.Shrunk, f.Fields = explore.Strings(shrunk), explore.SetBy(shrunk)
 	if fault != nil {
 		f.Fault, f.FaultAction = fault.Describe(), fault.Action
 	}
@@ -266,7 +266,7 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 		return f
 	}
 	f.File = file
-	e.logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, stepNames(shrunk), file)
+	e.logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, explore.Describe(shrunk), file)
 	return f
 }
 
@@ -283,7 +283,7 @@ const campaignStableFor = 5 * time.Second
 // is the base scenario's own check of its fault, and goes.
 func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
 	s := *base
-	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + stepNames(seq)}
+	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + explore.Describe(seq)}
 	if len(seq) == 0 {
 		s.Metadata.Description = "explore: the starting resource, as it is, with no step"
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -351,11 +352,23 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		return err
 	}
 	e.logf("applied %d operator objects in %s (%d warnings)", len(d.Applied), time.Since(start).Round(time.Millisecond), len(d.Warnings))
+	if err := e.awaitOperatorReady(ctx, "the operator's pods to be ready", start, nil); err != nil {
+		return err
+	}
+	e.logf("operator ready after %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// awaitOperatorReady waits until every operator pod is ready and none of
+// gone (pods killed) is listed any more; a pod that will not start, or
+// rewired pods whose requests never reached the proxy since start, end
+// the wait at once.
+func (e *Engine) awaitOperatorReady(ctx context.Context, what string, start time.Time, gone []corev1.Pod) error {
 	guard, err := e.podGuard(e.operator.Namespace, e.operator.Selector, "the operator's pods")
 	if err != nil {
 		return err
 	}
-	err = framework.PollFor(ctx, "the operator's pods to be ready", operatorReadyWithin, time.Second, func(ctx context.Context) (bool, string, error) {
+	return framework.PollFor(ctx, what, operatorReadyWithin, time.Second, func(ctx context.Context) (bool, string, error) {
 		pods, err := e.operatorPods(ctx)
 		if err != nil {
 			return false, err.Error(), nil
@@ -365,6 +378,9 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		}
 		ready := 0
 		for i := range pods {
+			if slices.ContainsFunc(gone, func(k corev1.Pod) bool { return k.UID == pods[i].UID }) {
+				return false, fmt.Sprintf("killed pod %s still listed", pods[i].Name), nil
+			}
 			if framework.PodReady(&pods[i]) {
 				ready++
 			}
@@ -376,11 +392,6 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 		}
 		return ready > 0 && ready == len(pods), fmt.Sprintf("%d of %d operator pods ready", ready, len(pods)), nil
 	})
-	if err != nil {
-		return err
-	}
-	e.logf("operator ready after %s", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // renderOperator reads the operator's manifests, variables expanded.

@@ -249,7 +249,7 @@ func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, e
 // classify is the first oracle a run broke, with the refusal oracle for
 // the fields its steps set (report.Oracle).
 func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
-	return report.Oracle(res, setBy(seq))
+	return report.Oracle(res, explore.SetBy(seq))
 }
 
 // missingParents counts the objects on path (spec and the field itself
@@ -266,16 +266,6 @@ func missingParents(obj *unstructured.Unstructured, path []string) int {
 // skipField says whether field is one of skip or under one.
 func skipField(skip []string, field string) bool {
 	return slices.ContainsFunc(skip, func(s string) bool { return field == s || strings.HasPrefix(field, s+".") })
-}
-
-func stepNames(seq []explore.Step) string { return strings.Join(stepList(seq), ", then ") }
-
-func stepList(seq []explore.Step) []string {
-	var out []string
-	for _, s := range seq {
-		out = append(out, s.String())
-	}
-	return out
 }
 
 // refusedIn is report.NamedInCondition over the conditions u shows for its
@@ -300,25 +290,4 @@ func (r *run) refusedIn(u *unstructured.Unstructured) string {
 		}
 	}
 	return report.NamedInCondition(current, fields)
-}
-
-func fieldsOf(seq []explore.Step) []string {
-	var out []string
-	for _, st := range seq {
-		out = append(out, st.Field())
-	}
-	return out
-}
-
-// setBy are the fields a sequence set, for the refusal oracle: each
-// step's field and, where a step built its field's parent whole, that
-// parent (a condition may name a sibling the step filled in).
-func setBy(seq []explore.Step) []string {
-	out := fieldsOf(seq)
-	for _, st := range seq {
-		if st.Leaf != nil {
-			out = append(out, strings.Join(st.Path, "."))
-		}
-	}
-	return out
 }

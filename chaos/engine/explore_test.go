@@ -235,10 +235,10 @@ func TestCampaignPatience(t *testing.T) {
 func TestSetBy(t *testing.T) {
 	g := NewWithT(t)
 	seq := []explore.Step{{Path: []string{"spec", "restoreFrom"}, Leaf: []string{"spec", "restoreFrom", "s3", "prefix"}}, {Path: []string{"spec", "replicas"}}}
-	g.Expect(setBy(seq)).To(Equal([]string{"spec.restoreFrom.s3.prefix", "spec.replicas", "spec.restoreFrom"}))
+	g.Expect(explore.SetBy(seq)).To(Equal([]string{"spec.restoreFrom.s3.prefix", "spec.replicas", "spec.restoreFrom"}))
 	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.restoreFrom.s3.credentialsSecret: Secret "explore" does not exist`}}
-	g.Expect(report.NamedInCondition(conds, setBy(seq))).NotTo(BeEmpty())
-	g.Expect(report.NamedInCondition(conds, fieldsOf(seq))).To(BeEmpty())
+	g.Expect(report.NamedInCondition(conds, explore.SetBy(seq))).NotTo(BeEmpty())
+	g.Expect(report.NamedInCondition(conds, explore.FieldsOf(seq))).To(BeEmpty())
 }
 
 // The seed draws which sequences run under a fault: never a single step,

@@ -439,22 +439,7 @@ func (e *Engine) restartOperator(ctx context.Context) error {
 	if err := e.killOperatorPods(ctx); err != nil {
 		return err
 	}
-	err = framework.PollFor(ctx, "the operator's pods to be ready again", operatorReadyWithin, time.Second, func(ctx context.Context) (bool, string, error) {
-		pods, err := e.operatorPods(ctx)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		ready := 0
-		for i := range pods {
-			if slices.ContainsFunc(killed, func(k corev1.Pod) bool { return k.UID == pods[i].UID }) {
-				return false, fmt.Sprintf("killed pod %s still listed", pods[i].Name), nil
-			}
-			if framework.PodReady(&pods[i]) {
-				ready++
-			}
-		}
-		return ready > 0 && ready == len(pods), fmt.Sprintf("%d of %d new operator pods ready", ready, len(pods)), nil
-	})
+	err = e.awaitOperatorReady(ctx, "the operator's pods to be ready again", start, killed)
 	if err == nil {
 		e.logf("restarted the operator's pods in %s", time.Since(start).Round(time.Millisecond))
 	}
