@@ -49,7 +49,7 @@ func (e *Engine) faultMenu(since time.Time, ref *compare.State, roles map[string
 	verbs := map[string][]string{}
 	status := false
 	for _, q := range e.view.proxy.Requests() {
-		if q.At.Before(since) || !isStateWrite(q) {
+		if q.At.Before(since) || !q.StateWrite() {
 			continue
 		}
 		switch {

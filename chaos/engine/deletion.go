@@ -216,7 +216,7 @@ func (r *run) writesAfterRelease(deleted time.Time, owned map[string]bool) {
 func releasedWrites(reqs []apiproxy.Request, ns, resource, name string, deleted time.Time, owned map[string]bool) (writes []string, where string) {
 	var released time.Time
 	for _, q := range reqs {
-		if q.At.Before(deleted) || !isStateWrite(q) || q.Info.Namespace != ns {
+		if q.At.Before(deleted) || !q.StateWrite() || q.Info.Namespace != ns {
 			continue
 		}
 		if q.Info.Resource == resource && q.Info.Name == name {

@@ -328,7 +328,7 @@ func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
 	for time.Now().Before(deadline) {
 		last := r.started
 		for _, q := range r.e.view.proxy.Requests() {
-			if q.At.After(last) && isStateWrite(q) {
+			if q.At.After(last) && q.StateWrite() {
 				last = q.At
 			}
 		}
@@ -359,13 +359,7 @@ func (r *run) stateWriteList(since time.Time) []string {
 	if r.e.view == nil {
 		return nil
 	}
-	var out []string
-	for _, q := range r.e.view.proxy.Requests() {
-		if !q.At.Before(since) && isStateWrite(q) {
-			out = append(out, q.Info.String())
-		}
-	}
-	return out
+	return apiproxy.StateWrites(r.e.view.proxy.Requests(), since)
 }
 
 // deletes counts the operator's deletes that succeeded since then, by
@@ -374,26 +368,8 @@ func (r *run) deletes(since time.Time) map[string]int {
 	if r.e.view == nil {
 		return nil
 	}
-	out := map[string]int{}
-	for _, q := range r.e.view.proxy.Requests() {
-		if !q.At.Before(since) && q.Status/100 == 2 && q.Info.Verb == "delete" && q.Info.Subresource == "" && !slices.Contains(notState, q.Info.Resource) {
-			out[q.Info.Resource+"/"+q.Info.Name]++
-		}
-	}
-	return out
+	return apiproxy.Deletes(r.e.view.proxy.Requests(), since)
 }
-
-// isStateWrite says whether a request through the proxy is a successful
-// write that changes what is (Leases and Events aside).
-func isStateWrite(q apiproxy.Request) bool {
-	return q.Status/100 == 2 && slices.Contains(scenario.WriteVerbs, q.Info.Verb) && !slices.Contains(notState, q.Info.Resource)
-}
-
-// notState are resources an operator creates that change no state:
-// leader election's lease, events, and the reviews its metrics
-// endpoint's authentication and authorization create on every scrape.
-var notState = []string{"leases", "events", "tokenreviews", "subjectaccessreviews",
-	"selfsubjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews", "selfsubjectrulesreviews"}
 
 // reconcileErrors is the operator's controller_runtime_reconcile_errors_total
 // for its controller, when its metrics are known and answer.

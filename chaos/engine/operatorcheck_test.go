@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
-	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
 func TestKnownController(t *testing.T) {
@@ -28,19 +27,4 @@ controller_runtime_reconcile_total{controller="backup",result="success"} 1
 	e.operator.Metrics.Controller = "memcache"
 	g.Expect(e.knownController(fams)).To(MatchError(`spec.metrics.controller "memcache": the operator has no such controller; its metrics name "backup", "memcached"`))
 	g.Expect(e.knownController(map[string]*dto.MetricFamily{})).To(MatchError(ContainSubstring("no controller_runtime_reconcile_total series")))
-}
-
-// A write that changes state counts; a refused one, a lease renewal, an
-// event and the reviews a metrics scrape makes the operator create do not.
-func TestIsStateWrite(t *testing.T) {
-	g := NewWithT(t)
-	q := func(verb, resource string, status int) apiproxy.Request {
-		return apiproxy.Request{Info: apiproxy.Info{Verb: verb, Resource: resource}, Status: status}
-	}
-	g.Expect(isStateWrite(q("patch", "statefulsets", 200))).To(BeTrue())
-	g.Expect(isStateWrite(q("patch", "statefulsets", 409))).To(BeFalse(), "refused")
-	g.Expect(isStateWrite(q("get", "statefulsets", 200))).To(BeFalse())
-	for _, r := range []string{"leases", "events", "tokenreviews", "subjectaccessreviews"} {
-		g.Expect(isStateWrite(q("create", r, 201))).To(BeFalse(), r)
-	}
 }
