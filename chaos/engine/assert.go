@@ -72,6 +72,13 @@ func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, 
 		r.statusAt(ctx, "the end")
 		r.res.Checks = append(r.res.Checks, r.truthfulCheck())
 	}
+	if a.ChangesShow && !r.twin {
+		c, err := r.effectCheck(ctx)
+		if err != nil {
+			return err
+		}
+		r.res.Checks = append(r.res.Checks, c)
+	}
 	if r.budget != nil {
 		r.res.Checks = append(r.res.Checks, r.budget.check())
 	}

@@ -303,7 +303,7 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 	if stable == nil {
 		stable = &metav1.Duration{Duration: campaignStableFor}
 	}
-	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true, TruthfulStatus: true}
+	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true, TruthfulStatus: true, ChangesShow: true}
 	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
 	return &s
 }

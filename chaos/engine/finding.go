@@ -108,6 +108,9 @@ func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, err
 	if a.SameAsFresh {
 		assertions["sameAsFresh"] = true
 	}
+	if a.ChangesShow {
+		assertions["changesShow"] = true
+	}
 	if f := s.Spec.Assertions.Follows; len(f) > 0 {
 		assertions["follows"] = f
 	}

@@ -123,6 +123,11 @@ type run struct {
 	// budget judges the operator's pod deletions against the
 	// PodDisruptionBudgets, where the API proxy shows them.
 	budget *budgetGuard
+	// start is the state the starting resource converged to, read when
+	// the assertions ask whether the run's changes show.
+	start *compare.State
+	// startRead is when start was read.
+	startRead time.Time
 }
 
 func (r *run) fail(format string, args ...any) *report.Result {
@@ -223,6 +228,9 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 		return r.fail("%v", err)
 	}
 	e.logf("%s: %s %s/%s converged in %s", name, r.obj.GetKind(), r.ns, r.obj.GetName(), time.Since(start).Round(time.Second))
+	if err := r.readStart(ctx); err != nil {
+		return r.fail("reading the converged starting resource: %v", err)
+	}
 	r.roles = &roles{e: e, namespace: r.ns, defs: s.Spec.Roles, rng: rand.New(rand.NewPCG(seed, 2)), owner: r.obj}
 
 	before, err := r.operatorState(ctx)

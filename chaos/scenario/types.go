@@ -398,6 +398,14 @@ type Assertions struct {
 	// Progressing nor Degraded True means every one is ready and updated;
 	// Available False means some is not.
 	TruthfulStatus bool `json:"truthfulStatus,omitempty"`
+	// ChangesShow judges that the spec changes the scenario makes show:
+	// once they converged, the resource's status or some child differs
+	// from what the starting resource converged to, when a changed field
+	// is named like something a child holds (a field of that name, or
+	// under one: a container's resources passed on). A field newly set
+	// to its zero value, one under an object with a boolean set to false,
+	// and a value a child already holds under that name are not judged.
+	ChangesShow bool `json:"changesShow,omitempty"`
 }
 
 // Follow says that a child's field carries a spec field's value: the
