@@ -234,9 +234,9 @@ func TestCampaignPatience(t *testing.T) {
 // parent is the operator refusing what the step set.
 func TestSetBy(t *testing.T) {
 	g := NewWithT(t)
-	seq := []explore.Step{{Path: []string{"spec", "restoreFrom"}, Leaf: []string{"spec", "restoreFrom", "s3", "prefix"}}, {Path: []string{"spec", "replicas"}}}
-	g.Expect(explore.SetBy(seq)).To(Equal([]string{"spec.restoreFrom.s3.prefix", "spec.replicas", "spec.restoreFrom"}))
-	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.restoreFrom.s3.credentialsSecret: Secret "explore" does not exist`}}
+	seq := []explore.Step{{Path: []string{"spec", "backup"}, Leaf: []string{"spec", "backup", "s3", "prefix"}}, {Path: []string{"spec", "replicas"}}}
+	g.Expect(explore.SetBy(seq)).To(Equal([]string{"spec.backup.s3.prefix", "spec.replicas", "spec.backup"}))
+	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.backup.s3.credentialsSecret: Secret "explore" does not exist`}}
 	g.Expect(report.NamedInCondition(conds, explore.SetBy(seq))).NotTo(BeEmpty())
 	g.Expect(report.NamedInCondition(conds, explore.FieldsOf(seq))).To(BeEmpty())
 }
@@ -316,15 +316,6 @@ func TestRefusedIn(t *testing.T) {
 	g.Expect(r.refusedIn(obj(2))).To(BeEmpty(), "it speaks of the generation before")
 	r.s = &scenario.Scenario{Metadata: scenario.Metadata{Name: "leader-kill"}}
 	g.Expect(r.refusedIn(obj(3))).To(BeEmpty(), "not a campaign's run")
-}
-
-func TestHasField(t *testing.T) {
-	g := NewWithT(t)
-	spec := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-		"backup": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"schedule": {Type: "string"}}}}}
-	g.Expect(hasField(spec, []string{"backup", "schedule"})).To(BeTrue())
-	g.Expect(hasField(spec, []string{"backup", "retention"})).To(BeFalse())
-	g.Expect(hasField(spec, []string{"replicas"})).To(BeFalse())
 }
 
 // A starting resource the operator cannot settle is the campaign's one

@@ -136,13 +136,17 @@ func NamedInCondition(conds []Condition, fields []string) string {
 // the child's own path: spec.trafficDistribution for
 // spec.override.service.spec.trafficDistribution), or its last name alone
 // when that cannot be a common word (camelCase, 10 letters or more:
-// disableNonTLSListeners), as a word of its own.
+// disableNonTLSListeners), as a word of its own, or the section of the
+// spec it is in, in prose (namesSection).
 func names(message, field string) bool {
 	parts := strings.Split(field, ".")
 	for i := 0; i+1 < len(parts); i++ {
 		if strings.Contains(message, strings.Join(parts[i:], ".")) {
 			return true
 		}
+	}
+	if len(parts) > 2 && parts[0] == "spec" && namesSection(message, parts[1]) {
+		return true
 	}
 	leaf := parts[len(parts)-1]
 	if len(leaf) < 10 || strings.ToLower(leaf) == leaf {
@@ -159,6 +163,31 @@ func names(message, field string) bool {
 		}
 		rest = after
 	}
+}
+
+// sectionLetters is how long a section's name must be to be told in
+// prose: shorter names (storage, replicas, image) are common words.
+const sectionLetters = 9
+
+// namesSection says whether a message tells of a spec section by a word
+// that differs from the section's name in its last two letters at most
+// ("shrinking persistent volumes is not supported" for
+// spec.persistence), as operators word their refusals.
+func namesSection(message, section string) bool {
+	if len(section) < sectionLetters {
+		return false
+	}
+	section = strings.ToLower(section)
+	for _, w := range strings.FieldsFunc(strings.ToLower(message), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		n := 0
+		for n < min(len(w), len(section)) && w[n] == section[n] {
+			n++
+		}
+		if n >= len(section)-2 && n >= len(w)-2 {
+			return true
+		}
+	}
+	return false
 }
 
 func endsInWordChar(s string) bool {

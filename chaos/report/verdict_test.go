@@ -39,7 +39,8 @@ func TestVerdictOf(t *testing.T) {
 }
 
 // A refusal names a field by its whole path, by its end from a parent on
-// (a child object's own path), or by a last name no common word could be.
+// (a child object's own path), by a last name no common word could be,
+// or by its section's name in prose.
 func TestNames(t *testing.T) {
 	for _, tc := range []struct {
 		message, field string
@@ -52,6 +53,10 @@ func TestNames(t *testing.T) {
 		{"scale to 3 or more replicas", "spec.replicas", false},
 		{"the image cannot be pulled", "spec.image", false},
 		{"spec.storageClassName cannot change", "spec.persistence.storageClassName", true},
+		{"shrinking persistent volumes is not supported", "spec.persistence.storage", true},
+		{"persist the data first", "spec.persistence.storage", false},
+		{"Could not find StatefulSet", "spec.override.statefulSet.spec.replicas", false},
+		{"the image cannot be pulled", "spec.imagePullSecrets", false},
 	} {
 		if got := names(tc.message, tc.field); got != tc.want {
 			t.Errorf("names(%q, %q) = %v, want %v", tc.message, tc.field, got, tc.want)
