@@ -18,12 +18,15 @@ import (
 // show nothing:
 //   - a field newly set to its type's zero value (false, 0, "", empty),
 //     which an unset field already means;
-//   - a field under an object that holds a false boolean (a feature
-//     switched off, whose settings wait for it);
+//   - a field under an object whose switch is off: one of switches (the
+//     schema's booleans, a.b below spec) unset or false there, or any
+//     boolean it holds set to false (a feature whose settings wait for
+//     it);
+//   - a field under a status (a template's, which the API ignores);
 //   - a value some child already holds under the field's name (an
 //     explicit default, such as a pull policy the operator already
 //     writes).
-func Unshown(start, end *State) []string {
+func Unshown(start, end *State, switches []string) []string {
 	if start == nil || end == nil {
 		return nil
 	}
@@ -40,7 +43,7 @@ func Unshown(start, end *State) []string {
 		switch {
 		case set && SameValue(old, v):
 		case !set && isZero(v):
-		case switchedOff(end.Spec, path):
+		case switchedOff(end.Spec, path, switches), slices.Contains(names(path), "status"):
 		case !heldName(held, path):
 		case slices.ContainsFunc(held[lastName(path)], func(h any) bool { return SameValue(v, h) }):
 		default:
@@ -94,19 +97,28 @@ func heldName(held map[string][]any, path string) bool {
 	return false
 }
 
-// switchedOff says whether an object above the field (below spec) holds
-// a boolean set to false.
-func switchedOff(spec map[string]any, path string) bool {
+// switchedOff says whether an object above the field (below spec) has
+// a switch off: one of switches left unset or set to false in it, or any
+// boolean it holds set to false. The field's own switch turned on or off
+// is judged as a field.
+func switchedOff(spec map[string]any, path string, switches []string) bool {
 	n := names(path)
 	obj := spec
-	for _, k := range n[:len(n)-1] {
+	for i, k := range n[:len(n)-1] {
 		next, ok := obj[k].(map[string]any)
-		if !ok {
+		if !ok && obj[k] != nil {
 			return false // a list on the way: its items are not looked into
 		}
 		obj = next
 		for _, v := range obj {
 			if b, ok := v.(bool); ok && !b {
+				return true
+			}
+		}
+		prefix := strings.Join(n[:i+1], ".") + "."
+		for _, sw := range switches {
+			name, ok := strings.CutPrefix(sw, prefix)
+			if ok && !strings.Contains(name, ".") && name != n[len(n)-1] && obj[name] != true {
 				return true
 			}
 		}

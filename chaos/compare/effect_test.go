@@ -47,11 +47,14 @@ func TestUnshown(t *testing.T) {
 		{"a value a child already holds under that name", with(base, "imagePullPolicy", "IfNotPresent"), "100m", nil},
 		{"a setting under a switch turned off", with(base, "followerBudget", map[string]any{"enabled": false, "minAvailable": int64(2)}), "100m", nil},
 		{"a setting under a switch turned on", with(base, "followerBudget", map[string]any{"enabled": true, "minAvailable": int64(2)}), "100m", []string{"spec.followerBudget.minAvailable"}},
+		{"a setting under a switch left unset", with(base, "followerBudget", map[string]any{"minAvailable": int64(2)}), "100m", nil},
+		{"a switch turned on that shows nothing", with(base, "followerBudget", map[string]any{"enabled": true}), "100m", nil},
+		{"a template's status", with(base, "claimTemplate", map[string]any{"status": map[string]any{"resources": requests}}), "100m", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start, end := converged(base, 1, "100m"), converged(tc.spec, 2, tc.cpu)
-			NewWithT(t).Expect(Unshown(start, end)).To(Equal(tc.want), "the status's observedGeneration moves with every change and shows nothing")
+			NewWithT(t).Expect(Unshown(start, end, []string{"followerBudget.enabled", "paused"})).To(Equal(tc.want), "the status's observedGeneration moves with every change and shows nothing")
 		})
 	}
-	NewWithT(t).Expect(Unshown(nil, converged(base, 1, "100m"))).To(BeNil(), "no start read: nothing judged")
+	NewWithT(t).Expect(Unshown(nil, converged(base, 1, "100m"), nil)).To(BeNil(), "no start read: nothing judged")
 }

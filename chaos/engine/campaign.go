@@ -103,7 +103,7 @@ func (c *campaign) createdWith(s *scenario.Scenario, steps []explore.Step) error
 	if err != nil {
 		return err
 	}
-	if obj, err = withSteps(obj, steps); err != nil {
+	if obj, err = explore.WithSteps(obj, steps); err != nil {
 		return err
 	}
 	b, err := sigsyaml.Marshal(obj.Object)

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -21,7 +25,28 @@ func (r *run) readStart(ctx context.Context) error {
 	r.startRead = time.Now()
 	st, err := compare.Capture(ctx, r.e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 	r.start = st
-	return err
+	if err != nil {
+		return err
+	}
+	return r.e.learnSwitches(ctx, r.obj)
+}
+
+// learnSwitches reads, once per kind, the booleans of obj's spec schema
+// that are off unless set (explore.Switches).
+func (e *Engine) learnSwitches(ctx context.Context, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	if _, ok := e.switches[gvk]; ok {
+		return nil
+	}
+	versions, err := e.servedVersions(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if e.switches == nil {
+		e.switches = map[schema.GroupVersionKind][]string{}
+	}
+	e.switches[gvk] = explore.Switches(versions[0].spec)
+	return nil
 }
 
 // effectCheck is the effect oracle's check: the spec fields the run
@@ -33,7 +58,7 @@ func (r *run) effectCheck(ctx context.Context) (report.Check, error) {
 		return report.Check{}, fmt.Errorf("reading the end state for the effect oracle: %w", err)
 	}
 	c := report.Check{Kind: "effect", Name: "spec changes show in the status or a child", Value: "shown", Budget: "a changed field named like a child's shows"}
-	if fields := compare.Unshown(r.start, end); len(fields) > 0 {
+	if fields := compare.Unshown(r.start, end, r.e.switches[r.obj.GroupVersionKind()]); len(fields) > 0 {
 		c.Value, c.Where = "ignored", fields[0]
 		c.Violation = fmt.Sprintf("the operator took %s and changed nothing: the status and every child end as the starting resource left them, though children hold fields of that name",
 			strings.Join(fields, ", "))

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -128,6 +129,9 @@ type Engine struct {
 	// run set: a condition naming one, for the resource's generation,
 	// ends the wait to converge at once (the operator refused the spec).
 	refusable map[string][]string
+	// switches are, by kind, its spec's booleans that are off unless set,
+	// which the effect oracle reads (learnSwitches).
+	switches map[schema.GroupVersionKind][]string
 	// slowestConverge and slowestDeletion are the longest a wait to
 	// converge, and for the resource to go, that ended so has taken here:
 	// what a campaign's patience is learned from.

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -102,7 +100,7 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 		return err
 	}
 	createDryRun := func(st explore.Step) error {
-		created, err := withSteps(obj, []explore.Step{st})
+		created, err := explore.WithSteps(obj, []explore.Step{st})
 		if err != nil {
 			return err
 		}
@@ -130,7 +128,7 @@ func (e *Engine) admitted(ctx context.Context, base *scenario.Scenario, obj *uns
 			x.Refused = append(x.Refused, fmt.Sprintf("%s: %v", st, err))
 		}
 		for _, v := range versions[1:] {
-			if !hasField(v.spec, st.Path[1:]) || (st.Leaf != nil && !hasField(v.spec, st.Leaf[1:])) {
+			if !explore.HasField(v.spec, st.Path[1:]) || (st.Leaf != nil && !explore.HasField(v.spec, st.Leaf[1:])) {
 				continue
 			}
 			x.CrossVersion++
@@ -149,37 +147,4 @@ func verdictText(err error) string {
 		return "admitted"
 	}
 	return "refused (" + err.Error() + ")"
-}
-
-// hasField says whether the spec's schema has the field at path.
-func hasField(spec *apiextensionsv1.JSONSchemaProps, path []string) bool {
-	s := spec
-	for _, name := range path {
-		p, ok := s.Properties[name]
-		if !ok {
-			return false
-		}
-		s = &p
-	}
-	return true
-}
-
-// withSteps is a copy of obj with the steps' values set, as a merge patch
-// of each sets them.
-func withSteps(obj *unstructured.Unstructured, steps []explore.Step) (*unstructured.Unstructured, error) {
-	doc, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	for _, st := range steps {
-		patch, err := json.Marshal(st.Patch())
-		if err != nil {
-			return nil, err
-		}
-		if doc, err = jsonpatch.MergePatch(doc, patch); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", st, err)
-		}
-	}
-	out := &unstructured.Unstructured{}
-	return out, out.UnmarshalJSON(doc)
 }

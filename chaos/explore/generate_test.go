@@ -331,3 +331,30 @@ func TestReplacing(t *testing.T) {
 }
 
 func r0(s Step) Step { r, _ := Replacing(s); return r }
+
+// A boolean with no default true is a switch, at any depth, list items'
+// under the list's name; one on by default is not.
+func TestSwitches(t *testing.T) {
+	obj := func(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}
+	}
+	boolean := apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	on := apiextensionsv1.JSONSchemaProps{Type: "boolean", Default: &apiextensionsv1.JSON{Raw: []byte("true")}}
+	privileged := obj(map[string]apiextensionsv1.JSONSchemaProps{"privileged": boolean})
+	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"paused":   boolean,
+		"exporter": obj(map[string]apiextensionsv1.JSONSchemaProps{"enabled": boolean, "image": {Type: "string"}}),
+		"tls":      obj(map[string]apiextensionsv1.JSONSchemaProps{"verify": on}),
+		"sidecars": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &privileged}},
+	})
+	NewWithT(t).Expect(Switches(&spec)).To(Equal([]string{"exporter.enabled", "paused", "sidecars.privileged"}))
+}
+
+func TestHasField(t *testing.T) {
+	g := NewWithT(t)
+	spec := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"backup": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"schedule": {Type: "string"}}}}}
+	g.Expect(HasField(spec, []string{"backup", "schedule"})).To(BeTrue())
+	g.Expect(HasField(spec, []string{"backup", "retention"})).To(BeFalse())
+	g.Expect(HasField(spec, []string{"replicas"})).To(BeFalse())
+}
