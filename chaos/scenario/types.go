@@ -403,8 +403,9 @@ type Assertions struct {
 	// from what the starting resource converged to, when a changed field
 	// is named like something a child holds (a field of that name, or
 	// under one: a container's resources passed on). A field newly set
-	// to its zero value, one under an object with a boolean set to false,
-	// and a value a child already holds under that name are not judged.
+	// to its zero value, one under an object whose switch is off (a
+	// boolean of the schema unset or false), one under a status, and a
+	// value a child already holds under that name are not judged.
 	ChangesShow bool `json:"changesShow,omitempty"`
 }
 
