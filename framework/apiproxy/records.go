@@ -18,10 +18,12 @@ func (q Request) StateWrite() bool {
 	return q.Status/100 == 2 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource)
 }
 
-// RefusedWrite says whether the request is a write the API server
-// refused (a 4xx it answered, not one a rule injected).
+// RefusedWrite says whether the request is a write of an object (or its
+// status) that the API server refused: a 4xx it answered, not one a rule
+// injected. An exec or a port-forward is no write of state.
 func (q Request) RefusedWrite() bool {
-	return q.Injected == "" && q.Status/100 == 4 && writeVerbs[q.Info.Verb]
+	return q.Injected == "" && q.Status/100 == 4 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) &&
+		(q.Info.Subresource == "" || q.Info.Subresource == "status")
 }
 
 // StateWrites are the state writes among reqs since then, each as the

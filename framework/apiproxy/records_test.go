@@ -9,8 +9,8 @@ import (
 
 // A write that changes state counts; a refused one, a lease renewal, an
 // event and the reviews a metrics scrape makes the operator create do
-// not. A refused write is one the API server answered with a 4xx, not
-// one a rule injected.
+// not. A refused write is one of an object the API server answered with
+// a 4xx, not one a rule injected, nor an exec.
 func TestRecords(t *testing.T) {
 	g := NewWithT(t)
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -23,9 +23,11 @@ func TestRecords(t *testing.T) {
 	for _, r := range []string{"leases", "events", "tokenreviews", "subjectaccessreviews"} {
 		g.Expect(q("create", r, 201).StateWrite()).To(BeFalse(), r)
 	}
+	exec := q("create", "pods", 400)
+	exec.Info.Subresource = "exec"
 	injected := q("update", "statefulsets", 500)
 	injected.Injected = "api-error"
-	reqs := []Request{q("update", "statefulsets", 422), q("update", "statefulsets", 422), q("get", "pods", 404), injected,
+	reqs := []Request{q("update", "statefulsets", 422), q("update", "statefulsets", 422), q("get", "pods", 404), injected, exec,
 		q("delete", "pods", 200), q("delete", "pods", 200), q("delete", "leases", 200), q("create", "services", 201)}
 	g.Expect(RefusedWrites(reqs, at)).To(Equal([]string{"update statefulsets ns/db (422)"}))
 	g.Expect(RefusedWrites(reqs, at.Add(time.Second))).To(BeEmpty(), "none since a later moment")
