@@ -121,7 +121,7 @@ func Fresh(fresh, got *State, noise Noise) (report.Check, *report.TwinDiff) {
 	// more steps observes a higher one.
 	var kept []report.Difference
 	for _, d := range diff.Differences {
-		if strings.HasSuffix(d.Path, ".observedGeneration") {
+		if generationOnly(d.Path) {
 			diff.Ignored = append(diff.Ignored, d.Path)
 			continue
 		}
@@ -166,6 +166,10 @@ func (n Noise) Learn(a, b *State) []string {
 	slices.Sort(learned)
 	return learned
 }
+
+// generationOnly says whether a difference is an observed generation,
+// which counts the spec's changes rather than says what they did.
+func generationOnly(path string) bool { return strings.HasSuffix(path, ".observedGeneration") }
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 

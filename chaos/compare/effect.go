@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -31,7 +30,7 @@ func Unshown(start, end *State, switches []string) []string {
 		return nil
 	}
 	for _, d := range differences(start, end) {
-		if !strings.HasSuffix(d.Path, ".observedGeneration") {
+		if !generationOnly(d.Path) {
 			return nil
 		}
 	}
@@ -54,11 +53,9 @@ func Unshown(start, end *State, switches []string) []string {
 	return out
 }
 
-var index = regexp.MustCompile(`\[\d+\]`)
-
 // names are a flattened path's keys, list indexes dropped.
 func names(path string) []string {
-	return strings.Split(index.ReplaceAllString(path, ""), ".")
+	return strings.Split(listIndex.ReplaceAllString(path, ""), ".")
 }
 
 func lastName(path string) string {
