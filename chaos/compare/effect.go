@@ -3,6 +3,8 @@ package compare
 import (
 	"slices"
 	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 )
 
 // Unshown lists the spec fields (spec.a.b) a run changed that left no
@@ -10,7 +12,8 @@ import (
 // once the starting resource had converged, although each field listed
 // names something a child holds (a field of that name, or under one: a
 // Kubernetes type the operator passes on, such as a container's
-// resources). The operator took the change and did nothing with it,
+// resources) or is a feature's switch turned on (explore.Enables: a
+// feature that, on, shows nowhere). The operator took the change and did nothing with it,
 // without refusing it. It returns nil when the end state differs from
 // the start anywhere (the change showed, whether or not as it should:
 // other oracles judge how), and leaves out the changes that may rightly
@@ -43,6 +46,8 @@ func Unshown(start, end *State, switches []string) []string {
 		case set && SameValue(old, v):
 		case !set && isZero(v):
 		case switchedOff(end.Spec, path, switches), slices.Contains(names(path), "status"):
+		case v == true && explore.Enables(lastName(path)):
+			out = append(out, "spec."+path)
 		case !heldName(held, path):
 		case slices.ContainsFunc(held[lastName(path)], func(h any) bool { return SameValue(v, h) }):
 		default:

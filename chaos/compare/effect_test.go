@@ -46,9 +46,12 @@ func TestUnshown(t *testing.T) {
 		{"a name no child holds (the operator's own setting)", with(base, "reclaimPolicy", "Delete"), "100m", nil},
 		{"a value a child already holds under that name", with(base, "imagePullPolicy", "IfNotPresent"), "100m", nil},
 		{"a setting under a switch turned off", with(base, "followerBudget", map[string]any{"enabled": false, "minAvailable": int64(2)}), "100m", nil},
-		{"a setting under a switch turned on", with(base, "followerBudget", map[string]any{"enabled": true, "minAvailable": int64(2)}), "100m", []string{"spec.followerBudget.minAvailable"}},
+		{"a setting under a switch turned on", with(base, "followerBudget", map[string]any{"enabled": true, "minAvailable": int64(2)}), "100m", []string{"spec.followerBudget.enabled", "spec.followerBudget.minAvailable"}},
 		{"a setting under a switch left unset", with(base, "followerBudget", map[string]any{"minAvailable": int64(2)}), "100m", nil},
-		{"a switch turned on that shows nothing", with(base, "followerBudget", map[string]any{"enabled": true}), "100m", nil},
+		{"a feature turned on that shows nothing", with(base, "followerBudget", map[string]any{"enabled": true}), "100m", []string{"spec.followerBudget.enabled"}},
+		{"a feature turned on that shows", with(base, "followerBudget", map[string]any{"enabled": true}), "200m", nil},
+		{"a feature's switch under a switch that is off", with(base, "followerBudget", map[string]any{"enabled": false, "tls": map[string]any{"enabled": true}}), "100m", nil},
+		{"a boolean not named as a feature's switch turned on", with(base, "paused", true), "100m", nil},
 		{"a template's status", with(base, "claimTemplate", map[string]any{"status": map[string]any{"resources": requests}}), "100m", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,10 +57,10 @@ func (r *run) effectCheck(ctx context.Context) (report.Check, error) {
 	if err != nil {
 		return report.Check{}, fmt.Errorf("reading the end state for the effect oracle: %w", err)
 	}
-	c := report.Check{Kind: "effect", Name: "spec changes show in the status or a child", Value: "shown", Budget: "a changed field named like a child's shows"}
+	c := report.Check{Kind: "effect", Name: "spec changes show in the status or a child", Value: "shown", Budget: "a changed field named like a child's, or a feature turned on, shows"}
 	if fields := compare.Unshown(r.start, end, r.e.switches[r.obj.GroupVersionKind()]); len(fields) > 0 {
 		c.Value, c.Where = "ignored", fields[0]
-		c.Violation = fmt.Sprintf("the operator took %s and changed nothing: the status and every child end as the starting resource left them, though children hold fields of that name",
+		c.Violation = fmt.Sprintf("the operator took %s and changed nothing: the status and every child end as the starting resource left them, though children hold fields of those names or the change turns a feature on",
 			strings.Join(fields, ", "))
 		if refused := r.refusedWrites(r.startRead); len(refused) > 0 {
 			c.Violation += "; the API server refused its writes since: " + strings.Join(refused, ", ")

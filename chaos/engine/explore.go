@@ -169,7 +169,8 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 
 // generate lists the steps to try: for each field of the spec's schema
 // the campaign does not skip, each candidate value, inside new parents
-// where obj lacks them; then each optional part of obj's spec unset.
+// where obj lacks them and with the switches it waits for on; then each
+// optional part of obj's spec unset.
 func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) ([]explore.Step, error) {
 	fields, skipped := explore.Fields(specSchema)
 	x.Skipped = skipped
@@ -183,7 +184,8 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 		cur, _, _ := unstructured.NestedFieldNoCopy(obj.Object, f.Path...)
 		missing := missingParents(obj, f.Path)
 		for _, v := range explore.Candidates(f, cur) {
-			steps = append(steps, explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing))
+			st := explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing)
+			steps = append(steps, explore.SwitchOn(specSchema, st, obj.Object))
 		}
 	}
 	for _, st := range explore.Removals(specSchema, obj.Object) {

@@ -77,6 +77,12 @@ type Step struct {
 	// Unset removes Path, which the starting resource sets and its schema
 	// does not require (Value is nil: the merge patch's null).
 	Unset bool `json:"unset,omitempty"`
+	// SwitchedOn are the switches (a.b.enabled below spec) the step turns
+	// on beside its field, which waits for them (SwitchOn).
+	SwitchedOn []string `json:"switchedOn,omitempty"`
+	// Existing says Path is an object the starting resource holds, which
+	// Value is merged into (a switch beside the field), not a new one.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // Removals are the steps that unset what the starting resource sets
@@ -125,7 +131,27 @@ func UndoOf(s Step, base map[string]any) (Step, bool) {
 		}
 		v = m[p]
 	}
-	return Step{Path: s.Path, Value: v, Undo: true}, true
+	return Step{Path: s.Path, Value: undoValue(v, s.Value), Undo: true}, true
+}
+
+// undoValue is the merge patch that takes set back to was: was itself,
+// with null for each key set added (at any depth), which was alone would
+// leave in place.
+func undoValue(was, set any) any {
+	w, ok := was.(map[string]any)
+	s, isMap := set.(map[string]any)
+	if !ok || !isMap {
+		return was
+	}
+	out := maps.Clone(w)
+	for k, v := range s {
+		if old, held := w[k]; held {
+			out[k] = undoValue(old, v)
+		} else {
+			out[k] = nil
+		}
+	}
+	return out
 }
 
 func (s Step) String() string {
@@ -151,8 +177,11 @@ func (s Step) String() string {
 	if str, ok := v.(string); ok && len(str) > 24 {
 		out = fmt.Sprintf("%s=%s…(%d characters)", strings.Join(path, "."), str[:8], len(str))
 	}
-	if s.Leaf != nil {
+	if s.Leaf != nil && !s.Existing {
 		out += " (in a new " + strings.Join(s.Path, ".") + ")"
+	}
+	if len(s.SwitchedOn) > 0 {
+		out += " with " + strings.Join(s.SwitchedOn, ", ") + " on"
 	}
 	if s.AtCreation {
 		out += " at creation"

@@ -164,6 +164,11 @@ func TestUndoOf(t *testing.T) {
 	g.Expect(u.Patch()).To(Equal(map[string]any{"spec": map[string]any{"backup": nil}}))
 	_, ok = UndoOf(Step{Path: []string{"spec", "storage"}, AtCreation: true}, base)
 	g.Expect(ok).To(BeFalse())
+	// Keys the step added to a map the base holds are removed with it;
+	// the base's own come back.
+	base = map[string]any{"spec": map[string]any{"labels": map[string]any{"team": "a", "tier": map[string]any{"x": "1"}}}}
+	u, _ = UndoOf(Step{Path: []string{"spec", "labels"}, Value: map[string]any{"team": "b", "new": "c", "tier": map[string]any{"y": "2"}}}, base)
+	g.Expect(u.Value).To(Equal(map[string]any{"team": "a", "new": nil, "tier": map[string]any{"x": "1", "y": nil}}))
 }
 
 func TestShrink(t *testing.T) {
@@ -357,4 +362,50 @@ func TestHasField(t *testing.T) {
 	g.Expect(HasField(spec, []string{"backup", "schedule"})).To(BeTrue())
 	g.Expect(HasField(spec, []string{"backup", "retention"})).To(BeFalse())
 	g.Expect(HasField(spec, []string{"replicas"})).To(BeFalse())
+}
+
+// A setting under a switch that is off is tried with the switch on: in
+// the resource's own object (the step moves up to it) or in the object
+// the step builds; the switch itself, a switch already on, a boolean not
+// named as one, and a removal are left alone.
+func TestSwitchOn(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}
+	}
+	boolean := apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	integer := apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	pdb := obj(map[string]apiextensionsv1.JSONSchemaProps{"enabled": boolean, "minAvailable": integer})
+	schema := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"follower": obj(map[string]apiextensionsv1.JSONSchemaProps{"pdb": pdb, "size": integer}),
+		"tls":      obj(map[string]apiextensionsv1.JSONSchemaProps{"disableNonTLS": boolean, "secret": {Type: "string"}}),
+	})
+	base := map[string]any{"spec": map[string]any{"follower": map[string]any{"pdb": map[string]any{"minAvailable": int64(1)}}}}
+
+	s := SwitchOn(&schema, Step{Path: []string{"spec", "follower", "pdb", "minAvailable"}, Value: int64(2)}, base)
+	g.Expect(s.Path).To(Equal([]string{"spec", "follower", "pdb"}))
+	g.Expect(s.Value).To(Equal(map[string]any{"enabled": true, "minAvailable": int64(2)}))
+	g.Expect(s.Field()).To(Equal("spec.follower.pdb.minAvailable"))
+	g.Expect(s.String()).To(Equal("spec.follower.pdb.minAvailable=2 with spec.follower.pdb.enabled on"))
+	u, _ := UndoOf(s, base)
+	g.Expect(u.Value).To(Equal(map[string]any{"enabled": nil, "minAvailable": int64(1)}), "the undo turns the switch off again")
+
+	built := Step{Path: []string{"spec", "follower"}, Value: map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}},
+		Leaf: []string{"spec", "follower", "pdb", "minAvailable"}, LeafValue: int64(2)}
+	s = SwitchOn(&schema, built, map[string]any{"spec": map[string]any{}})
+	g.Expect(s.Value).To(Equal(map[string]any{"pdb": map[string]any{"enabled": true, "minAvailable": int64(2)}}))
+	g.Expect(s.String()).To(Equal("spec.follower.pdb.minAvailable=2 (in a new spec.follower) with spec.follower.pdb.enabled on"))
+	g.Expect(built.Value).To(Equal(map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}}), "the step it was given is kept")
+
+	for _, st := range []Step{
+		{Path: []string{"spec", "follower", "pdb", "enabled"}, Value: true},
+		{Path: []string{"spec", "follower", "size"}, Value: int64(3)},
+		{Path: []string{"spec", "tls", "secret"}, Value: "s"},
+		{Path: []string{"spec", "follower", "pdb", "minAvailable"}, Unset: true},
+	} {
+		g.Expect(SwitchOn(&schema, st, base)).To(Equal(st), st.String())
+	}
+	on := map[string]any{"spec": map[string]any{"follower": map[string]any{"pdb": map[string]any{"enabled": true}}}}
+	plain := Step{Path: []string{"spec", "follower", "pdb", "minAvailable"}, Value: int64(2)}
+	g.Expect(SwitchOn(&schema, plain, on)).To(Equal(plain), "a switch already on")
 }
