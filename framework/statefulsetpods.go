@@ -24,10 +24,7 @@ func (s *StatefulSetSimulator) ensureClaims(ctx context.Context, sts *appsv1.Sta
 			Spec:       *t.Spec.DeepCopy(),
 		}
 		if policy := sts.Spec.PersistentVolumeClaimRetentionPolicy; policy != nil && policy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-			claim.OwnerReferences = []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}}
+			claim.OwnerReferences = []metav1.OwnerReference{setRef(sts)}
 		}
 		s.mu.Lock()
 		s.created++
@@ -80,7 +77,32 @@ func (s *StatefulSetSimulator) podsOf(ctx context.Context, sts *appsv1.StatefulS
 			pods[ord] = p
 		}
 	}
-	return pods, nil
+	return pods, s.adopt(ctx, sts, pods)
+}
+
+// adopt makes sts the controller of the pods its selector matches that
+// have none, named as its members (a set deleted with propagation Orphan
+// and made again leaves them), as the StatefulSet controller claims
+// orphans, and adds them to pods.
+func (s *StatefulSetSimulator) adopt(ctx context.Context, sts *appsv1.StatefulSet, pods map[int]*corev1.Pod) error {
+	list := &corev1.PodList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
+		return fmt.Errorf("simulator: listing pods of %s to adopt: %w", sts.Name, err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		ord, ok := ordinal(sts.Name, p.Name)
+		if !ok || metav1.GetControllerOf(p) != nil || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		base := p.DeepCopy()
+		p.OwnerReferences = append(p.OwnerReferences, setRef(sts))
+		if err := s.Client.Patch(ctx, p, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("simulator: adopting pod %s: %w", p.Name, err)
+		}
+		pods[ord] = p
+	}
+	return nil
 }
 
 // PodControllerIndex indexes pods by the UID of their controller (their
@@ -106,6 +128,15 @@ func ordinal(set, pod string) (int, bool) {
 	return n, err == nil
 }
 
+// setRef is the reference by which sts controls its pods (and, with the
+// WhenDeleted=Delete retention policy, its claims).
+func setRef(sts *appsv1.StatefulSet) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
 func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
 	name := fmt.Sprintf("%s-%d", sts.Name, ord)
 	labels := map[string]string{}
@@ -128,11 +159,8 @@ func newPod(sts *appsv1.StatefulSet, ord int, rev string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: sts.Namespace, Labels: labels,
-			Annotations: sts.Spec.Template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
+			Annotations:     sts.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{setRef(sts)},
 		},
 		Spec: spec,
 	}
