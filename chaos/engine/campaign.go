@@ -16,6 +16,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -28,6 +29,12 @@ type campaign struct {
 	o       ExploreOptions
 	base    *scenario.Scenario
 	learned compare.FollowLearner
+	// refWrites are the writes of the reference run (faultplan.Writes)
+	// to resources other than plural, the resource's; followed, the
+	// fields and writes a follow-up kill already held.
+	refWrites map[string][]string
+	plural    string
+	followed  map[string]bool
 	// roles are those the fault menu's faults target that the base does
 	// not define (the operator's, a set's first member).
 	roles map[string]scenario.Role
@@ -170,11 +177,38 @@ func (c *campaign) over(ctx context.Context, start time.Time, x *report.Campaign
 	return false
 }
 
-// try runs the plan's i-th sequence, judges it and, when it broke an
+// followUps runs seq again (the plan's i-th, run with no fault since
+// ran) under a kill right after each kind of write it made that the
+// reference run never did (faultplan.NewKills), once per field and
+// write: a change an operator makes only when asked, cut in the middle.
+func (c *campaign) followUps(ctx context.Context, i, planned int, seq []explore.Step, ran time.Time, x *report.Campaign, start time.Time) []*report.Result {
+	if c.refWrites == nil || c.e.view == nil {
+		return nil
+	}
+	if c.followed == nil {
+		c.followed = map[string]bool{}
+	}
+	run, _ := faultplan.Writes(c.e.view.proxy.Requests(), ran, c.plural)
+	var out []*report.Result
+	for _, f := range faultplan.NewKills(c.refWrites, run, menuHold) {
+		key := strings.Join(explore.FieldsOf(seq), ",") + " " + f.Requests.Verb + " " + f.Requests.Resource
+		if c.followed[key] {
+			continue
+		}
+		if c.over(ctx, start, x, i+1, planned) {
+			break
+		}
+		c.followed[key] = true
+		name := fmt.Sprintf("explore-%d-after-%s-%s", i+1, f.Requests.Verb, f.Requests.Resource)
+		out = append(out, c.try(ctx, name, ScenarioSeed(c.o.Seed, i), seq, &f, x, start))
+	}
+	return out
+}
+
+// try runs a sequence as the run name, judges it and, when it broke an
 // oracle, shrinks it into a finding of x.
-func (c *campaign) try(ctx context.Context, i int, seq []explore.Step, fault *scenario.Fault, x *report.Campaign, start time.Time) *report.Result {
-	name := fmt.Sprintf("explore-%d", i+1)
-	res := c.run(ctx, name, seq, fault, ScenarioSeed(c.o.Seed, i), c.o.Artifacts)
+func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []explore.Step, fault *scenario.Fault, x *report.Campaign, start time.Time) *report.Result {
+	res := c.run(ctx, name, seq, fault, seed, c.o.Artifacts)
 	x.Runs++
 	if ctx.Err() != nil {
 		// Interrupted (the budget's context, a signal): what it saw last

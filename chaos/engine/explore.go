@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
@@ -109,9 +110,14 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		var menu []scenario.Fault
-		menu, c.roles = e.faultMenu(refStart, ref, base.Spec.Roles)
-		sweep, swept := faultSweep(admitted, menu, o.Seed)
-		plan, faults = alternate(sweep, swept, plan, faultsFor(plan, menu, o.Seed))
+		var status bool
+		if e.view != nil {
+			c.refWrites, status = faultplan.Writes(e.view.proxy.Requests(), refStart, ref.Plural)
+			c.plural = ref.Plural
+		}
+		menu, c.roles = e.faultMenu(c.refWrites, status, ref, base.Spec.Roles)
+		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed)
+		plan, faults = faultplan.Alternate(sweep, swept, plan, faultplan.For(plan, menu, o.Seed))
 		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
 	}
 
@@ -147,7 +153,11 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 		if faults != nil {
 			fault = faults[i]
 		}
-		rep.Results = append(rep.Results, c.try(ctx, i, seq, fault, x, start))
+		ran := time.Now()
+		rep.Results = append(rep.Results, c.try(ctx, fmt.Sprintf("explore-%d", i+1), ScenarioSeed(c.o.Seed, i), seq, fault, x, start))
+		if fault == nil {
+			rep.Results = append(rep.Results, c.followUps(ctx, i, len(plan), seq, ran, x, start)...)
+		}
 		steps = append(steps, seq...)
 		for _, st := range seq {
 			if st.Undo || st.Unset {

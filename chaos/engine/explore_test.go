@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -145,15 +145,15 @@ func TestClassifyRefusal(t *testing.T) {
 func TestCampaignUnderFault(t *testing.T) {
 	g := NewWithT(t)
 	e, base := exploreEngine(t)
-	c := &campaign{e: e, base: base, roles: map[string]scenario.Role{operatorRole: {Operator: true}}}
+	c := &campaign{e: e, base: base, roles: map[string]scenario.Role{faultplan.Operator: {Operator: true}}}
 	seq := []explore.Step{{Path: []string{"spec", "replicas"}, Value: int64(5)}, {Path: []string{"spec", "image"}, Value: "x"}}
-	fault := &scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: operatorRole, After: 1, Hold: metav1.Duration{Duration: 15 * time.Second},
+	fault := &scenario.Fault{Action: scenario.ActionKillAfterWrite, Target: faultplan.Operator, After: 1, Hold: metav1.Duration{Duration: 15 * time.Second},
 		Requests: &scenario.RequestMatch{Verb: "patch", Resource: "statefulsets"}}
 	s := c.scenario("explore-4", seq, fault)
 	g.Expect(s.Spec.Assertions.SameAsFresh).To(BeFalse(), "a view fault's run is compared with its twin")
 	g.Expect(s.Spec.Assertions.TruthfulStatus).To(BeTrue())
-	g.Expect(s.Spec.Roles[operatorRole]).To(Equal(scenario.Role{Operator: true}))
-	g.Expect(base.Spec.Roles).NotTo(HaveKey(operatorRole), "the base is left as it was")
+	g.Expect(s.Spec.Roles[faultplan.Operator]).To(Equal(scenario.Role{Operator: true}))
+	g.Expect(base.Spec.Roles).NotTo(HaveKey(faultplan.Operator), "the base is left as it was")
 	g.Expect(s.Metadata.Description).To(HaveSuffix(", under kill-after-write on operator"))
 	g.Expect(s.Spec.Assertions.OperatorRestarts).To(Equal(1), "the fault's own kill")
 
@@ -239,62 +239,6 @@ func TestSetBy(t *testing.T) {
 	conds := []report.Condition{{Type: "Progressing", Status: "False", Message: `spec.backup.s3.credentialsSecret: Secret "explore" does not exist`}}
 	g.Expect(report.NamedInCondition(conds, explore.SetBy(seq))).NotTo(BeEmpty())
 	g.Expect(report.NamedInCondition(conds, explore.FieldsOf(seq))).To(BeEmpty())
-}
-
-// The seed draws which sequences run under a fault: never a single step,
-// about half of the longer ones, the same each time.
-func TestFaultsFor(t *testing.T) {
-	g := NewWithT(t)
-	one := []explore.Step{{Path: []string{"spec", "a"}, Value: 1}}
-	two := append(slices.Clone(one), explore.Step{Path: []string{"spec", "b"}, Value: 2})
-	plan := [][]explore.Step{one, one, one}
-	for range 40 {
-		plan = append(plan, two)
-	}
-	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, {Action: scenario.ActionStaleView}}
-	got := faultsFor(plan, menu, 7)
-	g.Expect(got[:3]).To(Equal([]*scenario.Fault{nil, nil, nil}))
-	n := 0
-	for _, f := range got {
-		if f != nil {
-			n++
-		}
-	}
-	g.Expect(n).To(BeNumerically("~", 20, 10))
-	g.Expect(faultsFor(plan, menu, 7)).To(Equal(got), "the seed replays it")
-	g.Expect(faultsFor(plan, nil, 7)).To(HaveEach(BeNil()), "no menu, no fault")
-
-	// Many view faults and one pod kill: the pod kill still holds over
-	// about half the faulted sequences.
-	mixed := []scenario.Fault{{Action: scenario.ActionPodKill, Target: "members"}}
-	for range 14 {
-		mixed = append(mixed, scenario.Fault{Action: scenario.ActionWatchClose})
-	}
-	kills, faulted := 0, 0
-	for _, f := range faultsFor(plan, mixed, 7) {
-		if f != nil {
-			faulted++
-			if f.Action == scenario.ActionPodKill {
-				kills++
-			}
-		}
-	}
-	g.Expect(kills).To(BeNumerically("~", faulted/2, 6), "%d pod kills among %d faulted sequences", kills, faulted)
-
-	// Six view faults: the first six faulted sequences hold each once.
-	six := []scenario.Fault{}
-	for _, a := range []string{scenario.ActionWatchClose, scenario.ActionStaleView, scenario.ActionAPIError,
-		scenario.ActionKillAfterWrite, scenario.ActionWatchCoalesce, scenario.ActionAPILatency} {
-		six = append(six, scenario.Fault{Action: a})
-	}
-	seen := map[string]bool{}
-	for _, f := range faultsFor(plan, six, 7) {
-		if f != nil && len(seen) < 6 {
-			g.Expect(seen[f.Action]).To(BeFalse(), "%s twice before every fault held once", f.Action)
-			seen[f.Action] = true
-		}
-	}
-	g.Expect(seen).To(HaveLen(6))
 }
 
 // A campaign's wait ends at a condition, for the resource's generation,
@@ -446,46 +390,4 @@ func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
 	if got := e.replayCommand("f.yaml"); !strings.Contains(got, "gauntlet run --envtest -f ") {
 		t.Errorf("an envtest campaign's finding replays with %q", got)
 	}
-}
-
-// The sweep holds every fault of the menu once, each while one value a
-// running resource can take changes; the seed replays it.
-func TestFaultSweep(t *testing.T) {
-	g := NewWithT(t)
-	steps := []explore.Step{
-		{Path: []string{"spec", "a"}, Value: 1, AtCreation: true},
-		{Path: []string{"spec", "b"}, Value: 2}, {Path: []string{"spec", "c"}, Value: 3},
-	}
-	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, {Action: scenario.ActionStaleView}, {Action: scenario.ActionAPIError}}
-	plan, faults := faultSweep(steps, menu, 7)
-	g.Expect(plan).To(HaveLen(3))
-	g.Expect(faults).To(HaveLen(3))
-	held := map[string]bool{}
-	for i, f := range faults {
-		held[f.Action] = true
-		g.Expect(plan[i]).To(HaveLen(1))
-		g.Expect(plan[i][0].AtCreation).To(BeFalse(), "a change to a running resource")
-	}
-	g.Expect(held).To(HaveLen(3), "every fault once")
-	again, _ := faultSweep(steps, menu, 7)
-	g.Expect(again).To(Equal(plan))
-	none, _ := faultSweep(steps[:1], menu, 7)
-	g.Expect(none).To(BeEmpty(), "no value changes a running resource")
-}
-
-// The sweep's runs alternate with the plan's first ones, each with its
-// own fault.
-func TestAlternate(t *testing.T) {
-	g := NewWithT(t)
-	step := func(v int) []explore.Step { return []explore.Step{{Path: []string{"spec", "a"}, Value: v}} }
-	kill := &scenario.Fault{Action: scenario.ActionPodKill}
-	stale := &scenario.Fault{Action: scenario.ActionStaleView}
-	plan, faults := alternate([][]explore.Step{step(1), step(2)}, []*scenario.Fault{kill, stale},
-		[][]explore.Step{step(10), step(11), step(12)}, []*scenario.Fault{nil, nil, kill})
-	var got []any
-	for _, seq := range plan {
-		got = append(got, seq[0].Value)
-	}
-	g.Expect(got).To(Equal([]any{1, 10, 2, 11, 12}))
-	g.Expect(faults).To(Equal([]*scenario.Fault{kill, nil, stale, nil, kill}))
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -20,9 +21,9 @@ func TestFindingKeepsTheRecreate(t *testing.T) {
 	g := NewWithT(t)
 	s := &scenario.Scenario{APIVersion: scenario.APIVersion, Kind: scenario.KindScenario, Metadata: scenario.Metadata{Name: "explore-9"}}
 	s.Spec.Resource = scenario.Resource{Manifest: "explore-9-resource.yaml", Converged: []string{"has(self.status)"}}
-	s.Spec.Roles = map[string]scenario.Role{operatorRole: {Operator: true}}
+	s.Spec.Roles = map[string]scenario.Role{faultplan.Operator: {Operator: true}}
 	s.Spec.Before = []scenario.Action{{Recreate: true}}
-	s.Spec.Fault = scenario.Fault{Action: scenario.ActionStaleView, Target: operatorRole, StaleFrom: scenario.StaleFromDeleted, Restart: true,
+	s.Spec.Fault = scenario.Fault{Action: scenario.ActionStaleView, Target: faultplan.Operator, StaleFrom: scenario.StaleFromDeleted, Restart: true,
 		Hold: metav1.Duration{Duration: 15 * time.Second}, Requests: &scenario.RequestMatch{Resource: "zookeeperclusters"}}
 	s.Spec.During = []scenario.Action{{Patch: map[string]any{"spec": map[string]any{"replicas": 2}}}}
 	s.Spec.Assertions = scenario.Assertions{StableFor: &metav1.Duration{Duration: 5 * time.Second}, OperatorRestarts: 1}

@@ -21,8 +21,8 @@ var layers = [][]string{
 	// The file format, what a campaign tries, the workload's ledger:
 	// nothing of the chaos module below them.
 	{"chaos/scenario", "chaos/explore", "chaos/workload", "chaos/htmlreport/browser"},
-	// What a run found; the files made concrete.
-	{"chaos/report", "chaos/render"},
+	// What a run found; the files made concrete; which runs hold which fault.
+	{"chaos/report", "chaos/render", "chaos/faultplan"},
 	// Drivers and views that know a report or a file, not a run: Chaos
 	// Mesh, the API relay, the Chaos Mesh install, the HTML report,
 	// gauntlet init's starter files, the files checked before a run, the
