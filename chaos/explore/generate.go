@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Field is a leaf of the spec's schema that explore sets.
@@ -240,7 +241,7 @@ func Candidates(f Field, current any) []any {
 	case s.Type == "array":
 		return listCandidates(f, current)
 	case s.XIntOrString:
-		for _, v := range []any{"1Gi", "2Gi", "0", 1, "100%"} {
+		for _, v := range quantityCandidates(current) {
 			add(v)
 		}
 	case s.Type == "boolean":
@@ -261,6 +262,26 @@ func Candidates(f Field, current any) []any {
 		}
 	}
 	return out
+}
+
+// quantityCandidates are an int-or-string field's values: where the
+// resource holds a quantity with a unit (10Gi, 500m), that quantity grown
+// (doubled), shrunk (halved) and emptied, the changes an operator is
+// asked for and the ones it must refuse; else sizes, a number and a
+// percentage.
+func quantityCandidates(current any) []any {
+	str, ok := current.(string)
+	q, err := resource.ParseQuantity(str)
+	if !ok || err != nil || q.Sign() <= 0 || strings.TrimLeft(str, "0123456789.") == "" {
+		return []any{"1Gi", "2Gi", "0", 1, "100%"}
+	}
+	grown, shrunk := q.DeepCopy(), q.DeepCopy()
+	grown.Add(q)
+	shrunk.SetMilli(q.MilliValue() / 2)
+	if q.Format == resource.BinarySI && q.Value()%2 == 0 {
+		shrunk = *resource.NewQuantity(q.Value()/2, resource.BinarySI)
+	}
+	return []any{grown.String(), shrunk.String(), "0"}
 }
 
 // bounds are an integer field's inclusive bounds: its schema's, else

@@ -52,6 +52,10 @@ func TestCandidates(t *testing.T) {
 	g.Expect(Candidates(byName["spec.policy"], "Snapshot")).To(Equal([]any{"Delete"}), "every enum member but the current")
 	g.Expect(Candidates(byName["spec.paused"], nil)).To(Equal([]any{true}))
 	g.Expect(Candidates(byName["spec.storage.class"], "fast")).To(Equal([]any{"explore", "", "aaaaa"}), "a string at its length bound")
+	g.Expect(Candidates(byName["spec.storage.size"], "10Gi")).To(Equal([]any{"20Gi", "5Gi", "0"}), "a quantity grown, shrunk and emptied")
+	g.Expect(Candidates(byName["spec.storage.size"], "500m")).To(Equal([]any{"1", "250m", "0"}))
+	g.Expect(Candidates(byName["spec.storage.size"], nil)).To(Equal([]any{"1Gi", "2Gi", "0", 1, "100%"}), "unset: sizes, a number, a percentage")
+	g.Expect(Candidates(byName["spec.storage.size"], "25%")).To(Equal([]any{"1Gi", "2Gi", "0", 1, "100%"}))
 }
 
 // A map gets the keys its name suggests, alone and together, and is
