@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,6 +168,9 @@ func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, art
 		res.Violations = append(res.Violations, report.Violations(checks)...)
 		res.Twin = diff
 		e.logf("%s: against the twin: %d differences, writes %d (twin %d)", s.Metadata.Name, len(diff.Differences), faulted.Writes, twin.Writes)
+		if res.Verdict() == report.Failed {
+			e.bundle(ctx, res.Artifacts)
+		}
 	}
 	res.Took = time.Since(start)
 	return res
@@ -430,20 +432,7 @@ func (r *run) cleanup(ctx context.Context) {
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
 	}
-	if r.res.Verdict() == report.Failed && r.ns != "" {
-		_ = os.MkdirAll(r.res.Artifacts, 0o755)
-		var logs func(string) error
-		if r.e.Cluster != nil {
-			logs = r.e.Cluster.BundleLogs()
-		} else if h := r.e.host; h != nil {
-			logs = h.CopyLog
-		}
-		if err := framework.CollectBundle(ctx, r.res.Artifacts, framework.BundleOptions{
-			Config: r.e.Config, Namespaces: []string{r.ns, r.e.operator.Namespace, r.e.Runner.ChaosNamespace}, Logs: logs,
-		}); err != nil {
-			r.e.logf("%s: bundle incomplete: %v", r.s.Metadata.Name, err)
-		}
-	}
+	r.bundle(ctx)
 	if r.obj != nil && r.obj.GetUID() != "" {
 		order, owned := r.beforeDeletion(ctx)
 		deleted := time.Now()
@@ -463,6 +452,7 @@ func (r *run) cleanup(ctx context.Context) {
 				r.res.Violations = append(r.res.Violations, c.Violation)
 			}
 		}
+		r.bundle(ctx) // failed in its deletion: what is left
 	}
 	if r.ns != "" {
 		_ = r.e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
