@@ -247,7 +247,7 @@ func (e *Engine) baseScenario(name string) (*scenario.Scenario, error) {
 
 // baseObject is the base scenario's resource, variables expanded.
 func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, error) {
-	objs, err := render.Objects(filepath.Join(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
+	objs, err := render.Objects(scenario.Beside(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
 		render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
 	if err != nil {
 		return nil, err

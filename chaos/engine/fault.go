@@ -288,7 +288,7 @@ func (r *run) recreate(ctx context.Context) error {
 		}
 	}
 	start := time.Now()
-	objs, err := render.Objects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	objs, err := render.Objects(scenario.Beside(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what str
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	manifest, err := os.ReadFile(filepath.Join(filepath.Dir(e.o.Set.Files[name]), s.Spec.Resource.Manifest))
+	manifest, err := os.ReadFile(scenario.Beside(filepath.Dir(e.o.Set.Files[name]), s.Spec.Resource.Manifest))
 	if err != nil {
 		return "", err
 	}

@@ -342,7 +342,7 @@ func (r *run) create(ctx context.Context) error {
 			return err
 		}
 	}
-	objs, err := render.Objects(filepath.Join(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	objs, err := render.Objects(scenario.Beside(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
 	if err != nil {
 		return err
 	}

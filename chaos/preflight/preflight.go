@@ -104,7 +104,7 @@ func crdsOf(objs []*unstructured.Unstructured) []*apiextensionsv1.CustomResource
 // the schema of the CRD that serves it, when the operator's manifests hold
 // that CRD (an operator may rely on one installed otherwise).
 func schemaMistakes(file string, s *scenario.Scenario, crds []*apiextensionsv1.CustomResourceDefinition, overrides map[string]string) scenario.Errors {
-	objs, err := render.Objects(filepath.Join(filepath.Dir(file), s.Spec.Resource.Manifest), render.Vars{Overrides: overrides, Defaults: s.Spec.Variables})
+	objs, err := render.Objects(scenario.Beside(filepath.Dir(file), s.Spec.Resource.Manifest), render.Vars{Overrides: overrides, Defaults: s.Spec.Variables})
 	if err != nil || len(objs) != 1 {
 		return nil // the file check reports an unreadable manifest
 	}

@@ -50,11 +50,7 @@ func Operator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructure
 // variables expanded (so that it can name a checkout the user points at
 // with --set): an absolute path as it is, a relative one from dir.
 func operatorPath(dir, p string, vars Vars) string {
-	p = vars.Expand(p)
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(dir, p)
+	return scenario.Beside(dir, vars.Expand(p))
 }
 
 // Objects reads the objects of a YAML file, variables expanded.

@@ -446,3 +446,12 @@ func QuoteAll(ss []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// Beside is the path a file in dir names: as it is when absolute, else
+// relative to dir (a scenario's manifest, an Operator file's manifests).
+func Beside(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}

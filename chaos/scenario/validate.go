@@ -86,11 +86,7 @@ func (c *checker) relFile(path, rel, dir string) {
 	if variableUse.MatchString(rel) {
 		return // known at run time (--set, the environment): gauntlet run and validate check it then
 	}
-	full := rel
-	if !filepath.IsAbs(rel) {
-		full = filepath.Join(dir, rel)
-	}
-	fi, err := os.Stat(full)
+	fi, err := os.Stat(Beside(dir, rel))
 	switch {
 	case err != nil:
 		c.at(path, "%s: no such file (paths are relative to this file)", rel)
@@ -106,7 +102,7 @@ func (c *checker) scenario(s *Scenario, dir string) {
 	sp := &s.Spec
 	var manifests []string
 	if sp.Resource.Manifest != "" {
-		manifests = append(manifests, filepath.Join(dir, sp.Resource.Manifest))
+		manifests = append(manifests, Beside(dir, sp.Resource.Manifest))
 	}
 	c.variables(sp.Variables, sp, manifests...)
 
