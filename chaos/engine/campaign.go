@@ -29,9 +29,10 @@ type campaign struct {
 	o       ExploreOptions
 	base    *scenario.Scenario
 	learned compare.FollowLearner
-	// refWrites are the writes of the reference run (faultplan.Writes)
-	// to resources other than plural, the resource's; followed, the
-	// fields and writes a follow-up kill already held.
+	// refWrites are the writes of the reference run until it converged
+	// (faultplan.Writes) to resources other than plural, the
+	// resource's; followed, the fields and writes a follow-up kill
+	// already held.
 	refWrites map[string][]string
 	plural    string
 	followed  map[string]bool
@@ -177,18 +178,20 @@ func (c *campaign) over(ctx context.Context, start time.Time, x *report.Campaign
 	return false
 }
 
-// followUps runs seq again (the plan's i-th, run with no fault since
-// ran) under a kill right after each kind of write it made that the
-// reference run never did (faultplan.NewKills), once per field and
-// write: a change an operator makes only when asked, cut in the middle.
-func (c *campaign) followUps(ctx context.Context, i, planned int, seq []explore.Step, ran time.Time, x *report.Campaign, start time.Time) []*report.Result {
+// followUps runs seq again (the plan's i-th, run with no fault from ran
+// until it converged) under a kill right after each kind of write it
+// made that the reference run never did until it converged
+// (faultplan.NewKills), once per field and write: a change an operator
+// makes only when asked, cut in the middle. What either wrote while its
+// resource was deleted is no change of the spec's.
+func (c *campaign) followUps(ctx context.Context, i, planned int, seq []explore.Step, ran, converged time.Time, x *report.Campaign, start time.Time) []*report.Result {
 	if c.refWrites == nil || c.e.view == nil {
 		return nil
 	}
 	if c.followed == nil {
 		c.followed = map[string]bool{}
 	}
-	run, _ := faultplan.Writes(c.e.view.proxy.Requests(), ran, c.plural)
+	run, _ := faultplan.Writes(c.e.view.proxy.Requests(), ran, converged, c.plural)
 	var out []*report.Result
 	for _, f := range faultplan.NewKills(c.refWrites, run, menuHold) {
 		key := strings.Join(explore.FieldsOf(seq), ",") + " " + f.Requests.Verb + " " + f.Requests.Resource

@@ -110,12 +110,14 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		var menu []scenario.Fault
+		var verbs map[string][]string
 		var status bool
 		if e.view != nil {
-			c.refWrites, status = faultplan.Writes(e.view.proxy.Requests(), refStart, ref.Plural)
+			verbs, status = faultplan.Writes(e.view.proxy.Requests(), refStart, time.Time{}, ref.Plural)
+			c.refWrites, _ = faultplan.Writes(e.view.proxy.Requests(), refStart, refRes.Phases.Converged, ref.Plural)
 			c.plural = ref.Plural
 		}
-		menu, c.roles = e.faultMenu(c.refWrites, status, ref, base.Spec.Roles)
+		menu, c.roles = e.faultMenu(verbs, status, ref, base.Spec.Roles)
 		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed)
 		plan, faults = faultplan.Alternate(sweep, swept, plan, faultplan.For(plan, menu, o.Seed))
 		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
@@ -154,9 +156,10 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 			fault = faults[i]
 		}
 		ran := time.Now()
-		rep.Results = append(rep.Results, c.try(ctx, fmt.Sprintf("explore-%d", i+1), ScenarioSeed(c.o.Seed, i), seq, fault, x, start))
-		if fault == nil {
-			rep.Results = append(rep.Results, c.followUps(ctx, i, len(plan), seq, ran, x, start)...)
+		res := c.try(ctx, fmt.Sprintf("explore-%d", i+1), ScenarioSeed(c.o.Seed, i), seq, fault, x, start)
+		rep.Results = append(rep.Results, res)
+		if fault == nil && !res.Phases.Converged.IsZero() {
+			rep.Results = append(rep.Results, c.followUps(ctx, i, len(plan), seq, ran, res.Phases.Converged, x, start)...)
 		}
 		steps = append(steps, seq...)
 		for _, st := range seq {
@@ -193,10 +196,7 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 		x.Fields = append(x.Fields, f.String())
 		cur, _, _ := unstructured.NestedFieldNoCopy(obj.Object, f.Path...)
 		missing := missingParents(obj, f.Path)
-		for _, v := range explore.Candidates(f, cur) {
-			st := explore.Under(specSchema, explore.Step{Path: f.Path, Value: v}, missing)
-			steps = append(steps, explore.SwitchOn(specSchema, st, obj.Object))
-		}
+		steps = append(steps, explore.Steps(specSchema, f, cur, missing, obj.Object)...)
 	}
 	for _, st := range explore.Removals(specSchema, obj.Object) {
 		if !skipField(skip, st.Field()) {

@@ -78,6 +78,9 @@ type Step struct {
 	// Unset removes Path, which the starting resource sets and its schema
 	// does not require (Value is nil: the merge patch's null).
 	Unset bool `json:"unset,omitempty"`
+	// Primary marks the value a field is tried with first (InRounds): a
+	// quantity the resource holds, grown.
+	Primary bool `json:"primary,omitempty"`
 	// SwitchedOn are the switches (a.b.enabled below spec) the step turns
 	// on beside its field, which waits for them (SwitchOn).
 	SwitchedOn []string `json:"switchedOn,omitempty"`
@@ -266,15 +269,14 @@ func Candidates(f Field, current any) []any {
 
 // quantityCandidates are an int-or-string field's values: where the
 // resource holds a quantity with a unit (10Gi, 500m), that quantity grown
-// (doubled), shrunk (halved) and emptied, the changes an operator is
-// asked for and the ones it must refuse; else sizes, a number and a
-// percentage.
+// (doubled), shrunk (halved) and emptied, the change an operator is
+// asked for most first and the ones it must refuse; else sizes, a number
+// and a percentage.
 func quantityCandidates(current any) []any {
-	str, ok := current.(string)
-	q, err := resource.ParseQuantity(str)
-	if !ok || err != nil || q.Sign() <= 0 || strings.TrimLeft(str, "0123456789.") == "" {
+	if !isQuantity(current) {
 		return []any{"1Gi", "2Gi", "0", 1, "100%"}
 	}
+	q := resource.MustParse(current.(string))
 	grown, shrunk := q.DeepCopy(), q.DeepCopy()
 	grown.Add(q)
 	shrunk.SetMilli(q.MilliValue() / 2)
@@ -282,6 +284,28 @@ func quantityCandidates(current any) []any {
 		shrunk = *resource.NewQuantity(q.Value()/2, resource.BinarySI)
 	}
 	return []any{grown.String(), shrunk.String(), "0"}
+}
+
+// isQuantity says whether v is a positive quantity with a unit.
+func isQuantity(v any) bool {
+	str, ok := v.(string)
+	q, err := resource.ParseQuantity(str)
+	return ok && err == nil && q.Sign() > 0 && strings.TrimLeft(str, "0123456789.") != ""
+}
+
+// Steps are the steps that set f to each of its candidate values
+// (Candidates), current being what the starting resource holds there:
+// inside new parents where it lacks missing of them (Under), with the
+// switches the field waits for on (SwitchOn, base being the starting
+// resource). A quantity grown is the field's primary value.
+func Steps(spec *apiextensionsv1.JSONSchemaProps, f Field, current any, missing int, base map[string]any) []Step {
+	var out []Step
+	for i, v := range Candidates(f, current) {
+		st := SwitchOn(spec, Under(spec, Step{Path: f.Path, Value: v}, missing), base)
+		st.Primary = i == 0 && f.Schema.XIntOrString && isQuantity(current)
+		out = append(out, st)
+	}
+	return out
 }
 
 // bounds are an integer field's inclusive bounds: its schema's, else

@@ -413,3 +413,27 @@ func TestSwitchOn(t *testing.T) {
 	plain := Step{Path: []string{"spec", "follower", "pdb", "minAvailable"}, Value: int64(2)}
 	g.Expect(SwitchOn(&schema, plain, on)).To(Equal(plain), "a switch already on")
 }
+
+// A quantity the resource holds is tried grown first in the plan's single
+// values, whatever the seed; the sweep (InRounds) keeps the seed's order.
+func TestPrimaryFirst(t *testing.T) {
+	g := NewWithT(t)
+	fields, _ := Fields(spec())
+	var size Field
+	for _, f := range fields {
+		if f.String() == "spec.storage.size" {
+			size = f
+		}
+	}
+	base := map[string]any{"spec": map[string]any{"storage": map[string]any{"size": "10Gi"}}}
+	steps := Steps(spec(), size, "10Gi", 0, base)
+	g.Expect(steps).To(HaveLen(3))
+	g.Expect(steps[0].Value).To(Equal("20Gi"))
+	g.Expect(steps[0].Primary).To(BeTrue())
+	g.Expect(steps[1].Primary || steps[2].Primary).To(BeFalse())
+	g.Expect(Steps(spec(), size, nil, 0, base)[0].Primary).To(BeFalse(), "no quantity held, no primary value")
+	for seed := range uint64(20) {
+		plan := Plan(steps, seed, 0, 0, base)
+		g.Expect(plan[0][0].Value).To(Equal("20Gi"), "seed %d", seed)
+	}
+}

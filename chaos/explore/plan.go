@@ -3,6 +3,7 @@ package explore
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -29,7 +30,7 @@ func Plan(steps []Step, seed uint64, sequences, maxLen int, base map[string]any)
 // removes show only then.
 func byField(rng *rand.Rand, steps []Step) [][]Step {
 	singles := make([][]Step, 0, len(steps))
-	for _, s := range inRounds(rng, steps) {
+	for _, s := range inRounds(rng, steps, true) {
 		seq := []Step{s}
 		if r, ok := Replacing(s); ok {
 			seq = append(seq, r)
@@ -46,10 +47,13 @@ func byField(rng *rand.Rand, steps []Step) [][]Step {
 // values of a few (an enum's members, an integer's bounds) or many fields
 // of one section.
 func InRounds(steps []Step, seed uint64) []Step {
-	return inRounds(rand.New(rand.NewPCG(seed, 29)), steps)
+	return inRounds(rand.New(rand.NewPCG(seed, 29)), steps, false)
 }
 
-func inRounds(rng *rand.Rand, steps []Step) []Step {
+// inRounds orders steps as InRounds does; with primaryFirst, a field's
+// Primary value takes its first round (the plan's single values: the
+// one a field is asked for most, where a campaign cut short tries one).
+func inRounds(rng *rand.Rand, steps []Step, primaryFirst bool) []Step {
 	var fields [][]string
 	values := map[string][]Step{}
 	for _, i := range rng.Perm(len(steps)) {
@@ -58,6 +62,11 @@ func inRounds(rng *rand.Rand, steps []Step) []Step {
 			fields = append(fields, steps[i].fieldPath())
 		}
 		values[f] = append(values[f], steps[i])
+	}
+	if primaryFirst {
+		for _, vs := range values {
+			slices.SortStableFunc(vs, func(a, b Step) int { return boolOrder(b.Primary) - boolOrder(a.Primary) })
+		}
 	}
 	fields = fairOrder(fields)
 	out := make([]Step, 0, len(steps))
@@ -193,4 +202,11 @@ func mixed(rng *rand.Rand, steps []Step, n int) []Step {
 		}
 	}
 	return seq
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

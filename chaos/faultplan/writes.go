@@ -12,13 +12,14 @@ import (
 )
 
 // Writes are the kinds of write the operator made through the API proxy
-// since a moment (reqs as the proxy recorded them): the verbs it wrote
-// each child resource with, in the order first made, and whether it wrote
-// the status of plural, the resource under test.
-func Writes(reqs []apiproxy.Request, since time.Time, plural string) (verbs map[string][]string, status bool) {
+// since a moment and, unless until is zero, until another (reqs as the
+// proxy recorded them): the verbs it wrote each child resource with, in
+// the order first made, and whether it wrote the status of plural, the
+// resource under test.
+func Writes(reqs []apiproxy.Request, since, until time.Time, plural string) (verbs map[string][]string, status bool) {
 	verbs = map[string][]string{}
 	for _, q := range reqs {
-		if q.At.Before(since) || !q.StateWrite() {
+		if q.At.Before(since) || !until.IsZero() && q.At.After(until) || !q.StateWrite() {
 			continue
 		}
 		switch {

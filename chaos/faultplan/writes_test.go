@@ -10,9 +10,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
-// The writes since a moment are the verbs per child resource, in the
-// order first made, and whether the resource's status was written;
-// refused writes, reads and writes before the moment are left out.
+// The writes between two moments are the verbs per child resource, in
+// the order first made, and whether the resource's status was written;
+// refused writes, reads and writes outside the moments are left out.
 func TestWrites(t *testing.T) {
 	g := NewWithT(t)
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -25,11 +25,14 @@ func TestWrites(t *testing.T) {
 		q("update", "rabbitmqclusters", "status", 200, at), q("update", "rabbitmqclusters", "", 200, at),
 		q("delete", "configmaps", "", 409, at), q("get", "pods", "", 200, at),
 	}
-	verbs, status := Writes(reqs, at, "rabbitmqclusters")
+	verbs, status := Writes(reqs, at, time.Time{}, "rabbitmqclusters")
 	g.Expect(verbs).To(Equal(map[string][]string{"statefulsets": {"create", "patch"}}))
 	g.Expect(status).To(BeTrue())
-	_, status = Writes(reqs[:4], at, "rabbitmqclusters")
+	_, status = Writes(reqs[:4], at, time.Time{}, "rabbitmqclusters")
 	g.Expect(status).To(BeFalse())
+	deleted := q("delete", "statefulsets", "", 200, at.Add(time.Minute))
+	verbs, _ = Writes(append(reqs, deleted), at, at.Add(time.Second), "rabbitmqclusters")
+	g.Expect(verbs).To(Equal(map[string][]string{"statefulsets": {"create", "patch"}}), "none after until (a deletion's writes)")
 }
 
 // A run's kinds of write the reference run never made each get a kill
