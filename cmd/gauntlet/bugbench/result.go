@@ -165,47 +165,12 @@ type Totals struct {
 	Irreproducible int `json:"irreproducible"`
 }
 
-// judge gives each bug of a campaign its verdict: found by the first
-// finding that fails on its buggy source and passes on its fix.
+// judge gives each bug of a campaign its verdict (attribute).
 func judge(group []Bug, c Campaign) []BugResult {
 	var out []BugResult
 	for _, bug := range group {
-		r := BugResult{Bug: bug, Verdict: NotFound}
-		fix, hasFix := bug.Fixed()
-		var unconfirmed *Finding
-		for i := range c.Findings {
-			f := &c.Findings[i]
-			if !hasFix || f.OnBuggy.Verdict != Fails {
-				continue
-			}
-			if fixedEarlier(*f, fix.Key(), c.Earlier[fix.Key()]) {
-				continue
-			}
-			onFix := f.OnFixes[fix.Key()]
-			if onFix.Tree != "" {
-				// Judged on a tree that carries other changes too.
-				if unconfirmed == nil && explainedOn(f.OnBuggy, onFix) {
-					unconfirmed = f
-				}
-				continue
-			}
-			if onFix.Verdict == Passes {
-				r.Verdict, r.Finding, r.Why = Found, f, ""
-				break
-			}
-			if gone := removed(f.OnBuggy, onFix); len(gone) > 0 {
-				// The finding shows two faults of the operator at once;
-				// the fix removes this one's part.
-				r.Verdict, r.Finding = Found, f
-				r.Why = "the fix removes " + strings.Join(gone, ", ") + "; the rest of the finding stays"
-				break
-			}
-		}
-		if r.Finding == nil && unconfirmed != nil {
-			r.Verdict, r.Finding = Unconfirmed, unconfirmed
-			r.Why = "it passes only on the fix commit's tree (" + unconfirmed.OnFixes[fix.Key()].Tree +
-				"), the fix's own change not applying to the buggy commit: any change in between may explain it"
-		}
+		r := attribute(bug, c)
+		_, hasFix := bug.Fixed()
 		switch {
 		case c.Error != "":
 			r.Verdict, r.Why = Error, c.Error
@@ -221,6 +186,51 @@ func judge(group []Bug, c Campaign) []BugResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+// attribute finds the finding that tells bug apart, strongest first: one
+// that fails on its buggy source and passes on its fix; else one whose
+// fix removes one of the oracles it broke or one of its differences (two
+// faults of the operator shown at once, the rest staying); else one that
+// passes only on the fix commit's whole tree (unconfirmed). A finding
+// an earlier fix already explains is not this bug's.
+func attribute(bug Bug, c Campaign) BugResult {
+	r := BugResult{Bug: bug, Verdict: NotFound}
+	fix, hasFix := bug.Fixed()
+	if !hasFix {
+		return r
+	}
+	var partial, unconfirmed *Finding
+	var gone []string
+	for i := range c.Findings {
+		f := &c.Findings[i]
+		if f.OnBuggy.Verdict != Fails || fixedEarlier(*f, fix.Key(), c.Earlier[fix.Key()]) {
+			continue
+		}
+		switch onFix := f.OnFixes[fix.Key()]; {
+		case onFix.Tree != "":
+			if unconfirmed == nil && explainedOn(f.OnBuggy, onFix) {
+				unconfirmed = f
+			}
+		case onFix.Verdict == Passes:
+			r.Verdict, r.Finding = Found, f
+			return r
+		case partial == nil:
+			if g := removed(f.OnBuggy, onFix); len(g) > 0 {
+				partial, gone = f, g
+			}
+		}
+	}
+	switch {
+	case partial != nil:
+		r.Verdict, r.Finding = Found, partial
+		r.Why = "the fix removes " + strings.Join(gone, ", ") + "; the rest of the finding stays"
+	case unconfirmed != nil:
+		r.Verdict, r.Finding = Unconfirmed, unconfirmed
+		r.Why = "it passes only on the fix commit's tree (" + unconfirmed.OnFixes[fix.Key()].Tree +
+			"), the fix's own change not applying to the buggy commit: any change in between may explain it"
+	}
+	return r
 }
 
 func total(res *Result) Totals {

@@ -83,6 +83,30 @@ func TestAFixThatRemovesAnOracleOfAFinding(t *testing.T) {
 	}
 }
 
+// A finding that passes on the fix tells the bug apart better than an
+// earlier one whose fix only removes part of it, which may be another
+// fault's: the clean pass is the one named.
+func TestACleanPassOutranksAPartOne(t *testing.T) {
+	fixCommit := "f"
+	bug := Bug{ID: "b", Operator: "o/p", BuggyCommit: "a", FixCommit: &fixCommit}
+	fix, _ := bug.Fixed()
+	const effect, errs = "effect: spec changes show", "operator: reconcile errors once converged"
+	partial := Finding{Finding: report.Finding{Scenario: "explore-47", Oracle: effect},
+		OnBuggy: Replay{Verdict: Fails, Oracle: effect, Broken: []string{effect, errs}},
+		OnFixes: map[string]Replay{fix.Key(): {Verdict: Other, Oracle: errs, Broken: []string{errs}}}}
+	clean := Finding{Finding: report.Finding{Scenario: "explore-51", Oracle: effect},
+		OnBuggy: Replay{Verdict: Fails}, OnFixes: map[string]Replay{fix.Key(): {Verdict: Passes}}}
+	c := Campaign{Bugs: []string{"b"}, Findings: []Finding{partial, clean}}
+	got := judge([]Bug{bug}, c)[0]
+	if got.Verdict != Found || got.Finding.Scenario != "explore-51" || got.Why != "" {
+		t.Errorf("verdict %q by %s (%s), want found by explore-51", got.Verdict, got.Finding.Scenario, got.Why)
+	}
+	c.Findings = c.Findings[:1]
+	if got := judge([]Bug{bug}, c)[0]; got.Verdict != Found || got.Finding.Scenario != "explore-47" {
+		t.Errorf("with the part alone: verdict %q, want found by explore-47", got.Verdict)
+	}
+}
+
 // A later fix holds an earlier one: what the earlier fixes is the earlier
 // bug's, not the later one's.
 func TestALaterFixGetsNoCreditForAnEarlierOne(t *testing.T) {
