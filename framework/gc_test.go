@@ -18,12 +18,7 @@ import (
 func TestGarbageCollectorOrphansAndTheSetAdopts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	set := newSet(2)
-	set.Finalizers = []string{metav1.FinalizerOrphanDependents}
-	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{set}})
-	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
-	gc := &GarbageCollector{Client: c, Kinds: []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.PodList{}}}
-	g.Expect(sim.Settle(ctx, 10)).To(Succeed())
+	set, c, sim, gc := deletingSet(t, 2, metav1.FinalizerOrphanDependents)
 
 	g.Expect(c.Delete(ctx, set)).To(Succeed())
 	g.Expect(gc.Step(ctx)).To(BeTrue())
@@ -53,12 +48,7 @@ func TestGarbageCollectorOrphansAndTheSetAdopts(t *testing.T) {
 func TestGarbageCollectorForeground(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	set := newSet(1)
-	set.Finalizers = []string{metav1.FinalizerDeleteDependents}
-	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{set}})
-	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
-	gc := &GarbageCollector{Client: c, Kinds: []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.PodList{}}}
-	g.Expect(sim.Settle(ctx, 10)).To(Succeed())
+	set, c, _, gc := deletingSet(t, 1, metav1.FinalizerDeleteDependents)
 
 	g.Expect(c.Delete(ctx, set)).To(Succeed())
 	g.Expect(gc.Step(ctx)).To(BeTrue())
@@ -69,4 +59,18 @@ func TestGarbageCollectorForeground(t *testing.T) {
 	g.Expect(gc.Step(ctx)).To(BeTrue())
 	err := c.Get(ctx, client.ObjectKeyFromObject(set), &appsv1.StatefulSet{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+}
+
+// deletingSet is a set of replicas pods, made, whose deletion waits on
+// finalizer, with the simulator and a collector of sets and pods.
+func deletingSet(t *testing.T, replicas int32, finalizer string) (*appsv1.StatefulSet, client.Client, *StatefulSetSimulator, *GarbageCollector) {
+	t.Helper()
+	set := newSet(replicas)
+	set.Finalizers = []string{finalizer}
+	c := NewFakeClient(clientgoscheme.Scheme, FakeClientOptions{Objects: []client.Object{set}})
+	sim := &StatefulSetSimulator{Client: c, Namespace: "ns"}
+	if err := sim.Settle(t.Context(), 10); err != nil {
+		t.Fatal(err)
+	}
+	return set, c, sim, &GarbageCollector{Client: c, Kinds: []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.PodList{}}}
 }
