@@ -77,11 +77,14 @@ func (s *StatefulSetSimulator) podsOf(ctx context.Context, sts *appsv1.StatefulS
 			pods[ord] = p
 		}
 	}
+	if len(pods) >= int(ptr.Deref(sts.Spec.Replicas, 1)) {
+		return pods, nil // no member missing: nothing to adopt, no second list
+	}
 	return pods, s.adopt(ctx, sts, pods)
 }
 
-// adopt makes sts the controller of the pods its selector matches that
-// have none, named as its members (a set deleted with propagation Orphan
+// adopt makes sts, which lacks members, the controller of the pods its
+// selector matches that have none, named as its members (a set deleted with propagation Orphan
 // and made again leaves them), as the StatefulSet controller claims
 // orphans, and adds them to pods.
 func (s *StatefulSetSimulator) adopt(ctx context.Context, sts *appsv1.StatefulSet, pods map[int]*corev1.Pod) error {
