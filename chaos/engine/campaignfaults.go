@@ -24,6 +24,23 @@ const (
 	menuRestartHold = 10 * time.Second
 )
 
+// learnFaults makes the campaign's fault menu (faultMenu) from the
+// reference run's writes since refStart, and keeps those it made until it
+// converged, which the follow-up kills compare a run's with. With no API
+// proxy (no view faults) the menu is empty.
+func (c *campaign) learnFaults(refStart, converged time.Time, ref *compare.State) []scenario.Fault {
+	if c.e.view == nil {
+		return nil
+	}
+	reqs := c.e.view.proxy.Requests()
+	verbs, status := faultplan.Writes(reqs, refStart, time.Time{}, ref.Plural)
+	c.refWrites, _ = faultplan.Writes(reqs, refStart, converged, ref.Plural)
+	c.plural = ref.Plural
+	var menu []scenario.Fault
+	menu, c.roles = c.e.faultMenu(verbs, status, ref, c.base.Spec.Roles)
+	return menu
+}
+
 // faultMenu are the faults a campaign may hold while a sequence's steps
 // run, made from what the operator wrote in the reference run (verbs by
 // child resource, and whether it wrote the status: faultplan.Writes): a
@@ -38,9 +55,6 @@ const (
 // the base does not define, for the scenarios that hold them.
 func (e *Engine) faultMenu(verbs map[string][]string, status bool, ref *compare.State, roles map[string]scenario.Role) ([]scenario.Fault, map[string]scenario.Role) {
 	plural := ref.Plural
-	if e.view == nil {
-		return nil, nil
-	}
 	added := map[string]scenario.Role{faultplan.Operator: {Operator: true}}
 	hold := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	var menu []scenario.Fault

@@ -109,15 +109,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		c.patience(), c.deletionPatience(), explore.PatienceFactor, e.slowestConverge.Round(time.Millisecond), e.slowestDeletion.Round(time.Millisecond), explore.PatienceFloor)
 	var faults []*scenario.Fault
 	if !o.NoFaults {
-		var menu []scenario.Fault
-		var verbs map[string][]string
-		var status bool
-		if e.view != nil {
-			verbs, status = faultplan.Writes(e.view.proxy.Requests(), refStart, time.Time{}, ref.Plural)
-			c.refWrites, _ = faultplan.Writes(e.view.proxy.Requests(), refStart, refRes.Phases.Converged, ref.Plural)
-			c.plural = ref.Plural
-		}
-		menu, c.roles = e.faultMenu(verbs, status, ref, base.Spec.Roles)
+		menu := c.learnFaults(refStart, refRes.Phases.Converged, ref)
 		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed)
 		plan, faults = faultplan.Alternate(sweep, swept, plan, faultplan.For(plan, menu, o.Seed))
 		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
