@@ -270,8 +270,10 @@ func Candidates(f Field, current any) []any {
 // quantityCandidates are an int-or-string field's values: where the
 // resource holds a quantity with a unit (10Gi, 500m), that quantity grown
 // (doubled), shrunk (halved) and emptied, the change an operator is
-// asked for most first and the ones it must refuse; else sizes, a number
-// and a percentage.
+// asked for most first and the ones it must refuse, then the number 1, the
+// field's integer form (an operator that writes back the whole object it
+// read turns it into a string, a spec change of its own); else sizes, a
+// number and a percentage.
 func quantityCandidates(current any) []any {
 	if !isQuantity(current) {
 		return []any{"1Gi", "2Gi", "0", 1, "100%"}
@@ -283,7 +285,7 @@ func quantityCandidates(current any) []any {
 	if q.Format == resource.BinarySI && q.Value()%2 == 0 {
 		shrunk = *resource.NewQuantity(q.Value()/2, resource.BinarySI)
 	}
-	return []any{grown.String(), shrunk.String(), "0"}
+	return []any{grown.String(), shrunk.String(), "0", 1}
 }
 
 // isQuantity says whether v is a positive quantity with a unit.
