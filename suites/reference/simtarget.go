@@ -2,7 +2,6 @@ package reference
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -56,13 +56,7 @@ var simImages = []string{"gauntlet.dev/etcd:v3.6.15", "gauntlet.dev/etcd:v3.6.16
 // scripted etcd whose members join when their pods are ready, and a
 // snapshotter that reports its first call in progress.
 func SimTarget(o SimOptions) sim.Target {
-	// A scheme with only the kinds involved: the fake client's tracker
-	// walks the whole scheme on every write, so a small one is much faster.
-	scheme := runtime.NewScheme()
-	if err := errors.Join(corev1.AddToScheme(scheme), appsv1.AddToScheme(scheme),
-		policyv1.AddToScheme(scheme), batchv1.AddToScheme(scheme), dbv1.AddToScheme(scheme)); err != nil {
-		panic(err) // static registrations; cannot fail
-	}
+	scheme := simScheme()
 	stsPredicate := o.StatefulSetPredicate
 	if stsPredicate == nil {
 		stsPredicate = operator.StatefulSetReadinessChanged()
@@ -83,6 +77,28 @@ func SimTarget(o SimOptions) sim.Target {
 		},
 		Setup: func(ctx context.Context, w *sim.World) (*sim.Hooks, error) { return setupSim(ctx, w, o) },
 	}
+}
+
+// simScheme holds only the kinds the operator and the simulated
+// controllers read or write. The fake client's field-managed tracker builds
+// a REST mapper over every kind of its scheme on every write, so each kind
+// registered costs every write of every schedule.
+func simScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	add := func(gv schema.GroupVersion, objs ...runtime.Object) {
+		scheme.AddKnownTypes(gv, objs...)
+		metav1.AddToGroupVersion(scheme, gv)
+	}
+	add(corev1.SchemeGroupVersion, &corev1.Pod{}, &corev1.PodList{}, &corev1.Service{}, &corev1.ServiceList{},
+		&corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Secret{}, &corev1.SecretList{},
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{}, &corev1.Event{}, &corev1.EventList{})
+	add(appsv1.SchemeGroupVersion, &appsv1.StatefulSet{}, &appsv1.StatefulSetList{})
+	add(policyv1.SchemeGroupVersion, &policyv1.PodDisruptionBudget{}, &policyv1.PodDisruptionBudgetList{})
+	add(batchv1.SchemeGroupVersion, &batchv1.Job{}, &batchv1.JobList{}, &batchv1.CronJob{}, &batchv1.CronJobList{})
+	if err := dbv1.AddToScheme(scheme); err != nil {
+		panic(err) // a static registration; cannot fail
+	}
+	return scheme
 }
 
 // simWorld is one run's operator-specific state.
