@@ -165,10 +165,30 @@ api-relay: ## Build the API relay (the in-cluster end of the API proxy's tunnel,
 ##@ Test
 
 .PHONY: test
-test: verify lint verify-generated build test-unit test-report test-etcd test-int test-sim test-install ## The fast loop: the tree check, lint, the generated-files check, the build, the unit, report, etcd, integration and simulation tiers and the install proof.
+test: ## The fast loop: the generated-files check and the build, then the unit, report, etcd, integration and simulation tiers, lint and the tree check, TEST_JOBS at a time, each tier's time printed.
+	@start=$$(date +%s); echo ">> $$(date +%H:%M:%S) make test: what the tiers share, one after another"; \
+	$(MAKE) --no-print-directory -j1 test-shared; \
+	echo ">> $$(date +%H:%M:%S) make test: $(TEST_TIERS), $(TEST_JOBS) at a time"; \
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_TIERS:%=timed-%); \
+	echo ">> $$(date +%H:%M:%S) make test passed in $$(( $$(date +%s) - start ))s"
+
+# The tiers of make test, longest first so that two at a time finish
+# together. They share nothing they write but their JUnit files; what they
+# share is made before them, one thing after another, by test-shared.
+TEST_TIERS := test-sim test-int test-unit lint test-etcd test-report verify
+TEST_JOBS  ?= 2
+
+.PHONY: test-shared
+test-shared: verify-generated build $(GOTESTSUM) $(GOLANGCI_LINT) $(ACTIONLINT) etcd-bins envtest-bins ## What make test's tiers share (they write the tree and bin/), made before them: the generated files (checked), the binaries, the pinned tools, etcd and envtest's binaries.
+
+# timed-T runs target T and prints how long it took, or that it failed.
+timed-%:
+	@s=$$(date +%s); \
+	if $(MAKE) --no-print-directory $*; then echo ">> $* passed in $$(( $$(date +%s) - s ))s"; \
+	else echo ">> $* FAILED after $$(( $$(date +%s) - s ))s"; exit 1; fi
 
 .PHONY: test-campaigns
-test-campaigns: test-view test-explore ## The long hermetic campaigns: every example's view scenarios against their fault-free twins and the explore campaign (in .ci/run after make test).
+test-campaigns: test-install test-view test-explore ## The long hermetic proofs and campaigns (in .ci/run after make test): the install proof, every example's view scenarios against their fault-free twins and the explore campaign.
 
 .PHONY: test-release
 test-release: $(GORELEASER) ## Rehearse a release: GoReleaser's snapshot archives into dist/ (no tag, nothing published), then this machine's archive unpacked in an empty folder and used there: version, schema, init and validate in a copy of the Memcached example (ci/release-proof.sh). Not in make test: GoReleaser takes minutes to build.
