@@ -76,20 +76,27 @@ benchmarks.json into --out. 'make bench' runs it.`,
 }
 
 func newBenchCompareCmd() *cobra.Command {
-	var threshold float64
+	var threshold, speedThreshold float64
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Print each benchmark figure of two tables, old → new, with the change; exit 1 on a regression",
 		Long: `compare reads two tables that 'make bench' wrote (a run's folder, its
 benchmarks.json, or the BENCHMARKS.md beside it) and prints every figure of
 either: A, B and the relative change. A change for the worse beyond
---threshold is flagged REGRESSION and makes the exit status 1.`,
+--threshold (--speed-threshold for times and rates) is flagged REGRESSION
+and makes the exit status 1. Times and rates are judged only between
+machines of one CPU model and core count; counts (allocations, writes,
+reconciles, memory) on any.`,
 		Example: `  gauntlet bench compare docs/BENCHMARKS.md artifacts/bench-20261125-0930`,
 		Args:    exactArgs("A", "B"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if threshold < 0 {
-				return usagef("--threshold must not be negative, got %v", threshold)
+			if !cmd.Flags().Changed("speed-threshold") {
+				speedThreshold = threshold
 			}
+			if threshold < 0 || speedThreshold < 0 {
+				return usagef("--threshold and --speed-threshold must not be negative, got %v and %v", threshold, speedThreshold)
+			}
+			th := bench.Thresholds{Count: threshold, Speed: speedThreshold}
 			a, err := bench.ReadTable(args[0])
 			if err != nil {
 				return err
@@ -98,7 +105,7 @@ either: A, B and the relative change. A change for the worse beyond
 			if err != nil {
 				return err
 			}
-			n, err := bench.WriteComparison(cmd.OutOrStdout(), a, b, bench.Compare(a, b, threshold), threshold)
+			n, err := bench.WriteComparison(cmd.OutOrStdout(), a, b, bench.Compare(a, b, th), th)
 			if err != nil {
 				return err
 			}
@@ -109,5 +116,6 @@ either: A, B and the relative change. A change for the worse beyond
 		},
 	}
 	cmd.Flags().Float64Var(&threshold, "threshold", 0.10, "relative change (0.10 = 10%) beyond which a worse figure is a regression")
+	cmd.Flags().Float64Var(&speedThreshold, "speed-threshold", 0.10, "the same for times and rates, which move with the machine's load (default: --threshold)")
 	return cmd
 }

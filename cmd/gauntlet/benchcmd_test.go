@@ -45,6 +45,12 @@ func TestBenchTableAndCompare(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`unit.BenchmarkReconcileConverged time/op\s+250 µs/op\s+300 µs/op\s+\+20.0%\s+REGRESSION`))
 	code, _, _ = gauntlet("bench", "compare", "--threshold", "0.25", a, b)
 	g.Expect(code).To(Equal(0))
+	code, out, _ = gauntlet("bench", "compare", "--speed-threshold", "0.25", a, b)
+	g.Expect(code).To(Equal(0), "a time 20%% slower, within the speed threshold")
+	g.Expect(out).To(ContainSubstring("beyond 10% (times and rates: 25%)"))
+	code, _, errOut = gauntlet("bench", "compare", "--speed-threshold", "-1", a, b)
+	g.Expect(code).To(Equal(2))
+	g.Expect(errOut).To(ContainSubstring("must not be negative"))
 
 	code, _, errOut = gauntlet("bench", "table", goOut)
 	g.Expect(code).To(Equal(2))

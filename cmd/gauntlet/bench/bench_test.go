@@ -117,7 +117,7 @@ func TestCompare(t *testing.T) {
 		{Name: "simulation.BenchmarkSchedules schedules/min", Value: 987.6, Unit: "schedules/min", Better: HigherIsBetter},
 		{Name: "new figure", Value: 1, Better: LowerIsBetter},
 	}
-	changes := Compare(a, b, 0.10)
+	changes := Compare(a, b, Thresholds{Count: 0.10, Speed: 0.10})
 	g.Expect(changes).To(HaveLen(4))
 	g.Expect(changes[0].Regressed || changes[0].Improved).To(BeFalse())
 	g.Expect(changes[0].Percent).To(BeNumerically("~", 2.5, 1e-9))
@@ -130,11 +130,11 @@ func TestCompare(t *testing.T) {
 	// The same figure at another N is another figure.
 	c := sampleTable()
 	c.Figures[0].Note = "N=1000"
-	byN := Compare(a, c, 0.10)
+	byN := Compare(a, c, Thresholds{Count: 0.10, Speed: 0.10})
 	g.Expect(byN).To(HaveLen(4))
 
 	var out bytes.Buffer
-	n, err := WriteComparison(&out, a, b, changes, 0.10)
+	n, err := WriteComparison(&out, a, b, changes, Thresholds{Count: 0.10, Speed: 0.10})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(1))
 	g.Expect(out.String()).To(MatchRegexp(`reconcile p99 \(N=200\)\s+80.0 ms\s+82.0 ms\s+\+2.5%\s*\n`))
@@ -146,9 +146,59 @@ func TestCompare(t *testing.T) {
 
 	b.Machine.Cores = 4
 	out.Reset()
-	_, err = WriteComparison(&out, a, b, changes, 0.10)
+	_, err = WriteComparison(&out, a, b, changes, Thresholds{Count: 0.10, Speed: 0.10})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.String()).To(HavePrefix("note: different machines:"))
+}
+
+// A time or a rate measured on another machine is shown, not judged; a
+// count (allocations, writes) is judged wherever it was measured.
+func TestSpeedFiguresOfAnotherMachine(t *testing.T) {
+	g := NewWithT(t)
+	a := sampleTable()
+	a.Figures = append(a.Figures, Figure{Name: "unit.BenchmarkReconcileConverged allocs/op", Value: 1000, Unit: "allocs/op", Better: LowerIsBetter})
+	b := sampleTable()
+	b.Machine.CPU = "Faster CPU"
+	b.Figures = []Figure{
+		{Name: "simulation.BenchmarkSchedules schedules/min", Value: 600, Unit: "schedules/min", Better: HigherIsBetter},
+		{Name: "unit.BenchmarkReconcileConverged allocs/op", Value: 1500, Unit: "allocs/op", Better: LowerIsBetter},
+	}
+	changes := Compare(a, b, Thresholds{Count: 0.10, Speed: 0.10})
+	g.Expect(changes).To(HaveLen(4))
+	g.Expect(changes[2].Regressed).To(BeFalse(), "schedules/min halved, on another CPU")
+	g.Expect(changes[2].Unjudged).To(Equal("another machine"))
+	g.Expect(changes[3].Regressed).To(BeTrue(), "allocations hold on any machine")
+
+	var out bytes.Buffer
+	n, err := WriteComparison(&out, a, b, changes, Thresholds{Count: 0.10, Speed: 0.10})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(1))
+	g.Expect(out.String()).To(MatchRegexp(`schedules/min\s+1234 schedules/min\s+600 schedules/min\s+-51.4%\s+not judged: another machine`))
+
+	b.Machine = a.Machine
+	b.Machine.MemoryGB = "48 GiB"
+	g.Expect(Compare(a, b, Thresholds{Count: 0.10, Speed: 0.10})[2].Regressed).To(BeTrue(), "same CPU and cores: judged")
+}
+
+// Times and rates get their own, wider threshold; counts keep the tight one.
+func TestSpeedThreshold(t *testing.T) {
+	g := NewWithT(t)
+	a := sampleTable()
+	a.Figures = append(a.Figures, Figure{Name: "writes per cluster", Value: 10, Better: LowerIsBetter})
+	b := sampleTable()
+	b.Figures = []Figure{
+		{Name: "envtest scale: reconcile p99", Value: 120, Unit: "ms", Better: LowerIsBetter, Note: "N=200"}, // +50%
+		{Name: "writes per cluster", Value: 12, Better: LowerIsBetter},                                       // +20%
+	}
+	th := Thresholds{Count: 0.10, Speed: 1.0}
+	changes := Compare(a, b, th)
+	g.Expect(changes[0].Regressed).To(BeFalse(), "a time 50%% slower, within 100%%")
+	g.Expect(changes[3].Regressed).To(BeTrue(), "a count 20%% up, beyond 10%%")
+	var out bytes.Buffer
+	n, err := WriteComparison(&out, a, b, changes, th)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(1))
+	g.Expect(out.String()).To(HaveSuffix("1 regression(s) beyond 10% (times and rates: 100%)\n"))
 }
 
 func TestFigureMet(t *testing.T) {
