@@ -188,7 +188,7 @@ timed-%:
 	else echo ">> $* FAILED after $$(( $$(date +%s) - s ))s"; exit 1; fi
 
 .PHONY: test-campaigns
-test-campaigns: test-install test-view test-explore ## The long hermetic proofs and campaigns (in .ci/run after make test): the install proof, every example's view scenarios against their fault-free twins and the explore campaign.
+test-campaigns: test-install test-view test-explore bench-check ## The long hermetic proofs and campaigns (in .ci/run after make test): the install proof, every example's view scenarios against their fault-free twins, the explore campaign and the benchmark check.
 
 .PHONY: test-release
 test-release: $(GORELEASER) ## Rehearse a release: GoReleaser's snapshot archives into dist/ (no tag, nothing published), then this machine's archive unpacked in an empty folder and used there: version, schema, init and validate in a copy of the Memcached example (ci/release-proof.sh). Not in make test: GoReleaser takes minutes to build.
@@ -332,12 +332,16 @@ bench-e2e: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## Bring-up speed on kind (not 
 BENCH_N ?= 200
 BENCH_EXPLORE_BUDGET ?= 30m
 # A figure worse than the committed table's by more than this share fails
-# bench-check. Half is a first guess: the run-to-run spread on an idle
-# 2-core machine is not measured yet (docs/status.md).
-BENCH_THRESHOLD ?= 0.5
+# bench-check. Counts (allocations, writes, reconciles, memory) moved at
+# most 1.2% between three runs on this 2-core machine, so 10% is a change.
+# Times and rates moved up to 8% between those runs, but 14% to 67% from
+# the committed table two days before with the same code (the machine is
+# shared): only a doubling fails.
+BENCH_THRESHOLD       ?= 0.10
+BENCH_SPEED_THRESHOLD ?= 1.0
 
 .PHONY: bench-check
-bench-check: build envtest-bins ## The quick figures of make bench (unit and simulation benchmarks, envtest scale at N=200) compared with docs/BENCHMARKS.md: fails on a change for the worse beyond BENCH_THRESHOLD (not yet in CI: docs/status.md says why).
+bench-check: build envtest-bins ## The quick figures of make bench (unit and simulation benchmarks, envtest scale at N=200) compared with docs/BENCHMARKS.md: fails on a count worse by BENCH_THRESHOLD or a time or rate by BENCH_SPEED_THRESHOLD (in make test-campaigns).
 	@set -e; dir=$(ARTIFACTS)/bench-check-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$dir; start=$$(date +%s); \
 	echo ">> bench-check: unit benchmarks"; \
 	go test -run '^$$' -bench . -benchmem -count 1 ./suites/unit/... > $$dir/unit.txt; \
@@ -347,7 +351,7 @@ bench-check: build envtest-bins ## The quick figures of make bench (unit and sim
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} go test -tags bench -count=1 -timeout 20m -run TestScale ./suites/benchint \
 	  -args -n=200 -manager=$(BIN)/manager -figures=$$dir/scale.json > $$dir/scale.txt; \
 	$(BIN)/gauntlet bench table --out $$dir --commit $$(git rev-parse --short HEAD) $$dir/unit.txt $$dir/sim.txt --figures $$dir/scale.json > /dev/null; \
-	$(BIN)/gauntlet bench compare --threshold $(BENCH_THRESHOLD) docs/BENCHMARKS.md $$dir; \
+	$(BIN)/gauntlet bench compare --threshold $(BENCH_THRESHOLD) --speed-threshold $(BENCH_SPEED_THRESHOLD) docs/BENCHMARKS.md $$dir; \
 	echo ">> bench-check passed in $$(( $$(date +%s) - start ))s (table in $$dir)"
 
 .PHONY: bench
