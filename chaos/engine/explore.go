@@ -110,7 +110,7 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		menu := c.learnFaults(refStart, refRes.Phases.Converged, ref)
-		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed)
+		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed, ref.Plural, obj.Object)
 		plan, faults = faultplan.Alternate(sweep, swept, plan, faultplan.For(plan, menu, o.Seed))
 		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
 	}

@@ -8,6 +8,8 @@ package faultplan
 import (
 	"math/rand/v2"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -59,25 +61,49 @@ func For(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.
 // faults meet every section of the spec; the plan's first runs alternate
 // with it (Alternate). As Sieve tries each perturbation of a workload
 // once, a campaign cut short has still held the faults it learned.
-func Sweep(steps []explore.Step, menu []scenario.Fault, seed uint64) ([][]explore.Step, []*scenario.Fault) {
-	var changes []explore.Step
+//
+// A fault on the resource's own requests (plural: its view, its events,
+// its status) takes its value from the fields the starting resource
+// (base) holds, when it holds any that change: what such a fault makes
+// wrong is the operator's picture of what it already runs, and a field
+// the resource lacked shows in an old or coalesced picture only as
+// missing, never as an old value written back over the new one.
+func Sweep(steps []explore.Step, menu []scenario.Fault, seed uint64, plural string, base map[string]any) ([][]explore.Step, []*scenario.Fault) {
+	var changes, held []explore.Step
 	for _, st := range steps {
-		if !st.AtCreation {
-			changes = append(changes, st)
+		if st.AtCreation {
+			continue
+		}
+		changes = append(changes, st)
+		if !st.Undo && !st.Unset && holds(base, st.Path) {
+			held = append(held, st)
 		}
 	}
 	if len(changes) == 0 || len(menu) == 0 {
 		return nil, nil
 	}
 	rng := rand.New(rand.NewPCG(seed, 28))
-	changes = explore.InRounds(changes, seed)
+	changes, held = explore.InRounds(changes, seed), explore.InRounds(held, seed)
 	plan, faults := make([][]explore.Step, 0, len(menu)), make([]*scenario.Fault, 0, len(menu))
-	for n, i := range rng.Perm(len(menu)) {
+	var n, own int
+	for _, i := range rng.Perm(len(menu)) {
 		f := menu[i]
-		plan = append(plan, []explore.Step{changes[n%len(changes)]})
+		var st explore.Step
+		if f.Requests != nil && f.Requests.Resource == plural && len(held) > 0 {
+			st, own = held[own%len(held)], own+1
+		} else {
+			st, n = changes[n%len(changes)], n+1
+		}
+		plan = append(plan, []explore.Step{st})
 		faults = append(faults, &f)
 	}
 	return plan, faults
+}
+
+// holds says whether obj has a value at path.
+func holds(obj map[string]any, path []string) bool {
+	_, found, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	return found
 }
 
 // Alternate puts the sweep's runs between the plan's first ones, one

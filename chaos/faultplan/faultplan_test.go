@@ -67,28 +67,48 @@ func TestFaultsFor(t *testing.T) {
 }
 
 // The sweep holds every fault of the menu once, each while one value a
-// running resource can take changes; the seed replays it.
+// running resource can take changes; the seed replays it. A fault on the
+// resource's own requests changes a value the resource holds.
 func TestFaultSweep(t *testing.T) {
 	g := NewWithT(t)
 	steps := []explore.Step{
 		{Path: []string{"spec", "a"}, Value: 1, AtCreation: true},
 		{Path: []string{"spec", "b"}, Value: 2}, {Path: []string{"spec", "c"}, Value: 3},
+		{Path: []string{"spec", "d"}, Value: 4}, {Path: []string{"spec", "b"}, Unset: true},
 	}
-	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, {Action: scenario.ActionStaleView}, {Action: scenario.ActionAPIError}}
-	plan, faults := Sweep(steps, menu, 7)
-	g.Expect(plan).To(HaveLen(3))
-	g.Expect(faults).To(HaveLen(3))
-	held := map[string]bool{}
+	base := map[string]any{"spec": map[string]any{"a": int64(0), "b": int64(1)}}
+	own := func(a string) scenario.Fault {
+		return scenario.Fault{Action: a, Requests: &scenario.RequestMatch{Resource: "things"}}
+	}
+	menu := []scenario.Fault{{Action: scenario.ActionWatchClose}, own(scenario.ActionStaleView), own(scenario.ActionWatchCoalesce),
+		{Action: scenario.ActionAPIError, Requests: &scenario.RequestMatch{Resource: "statefulsets"}}}
+	plan, faults := Sweep(steps, menu, 7, "things", base)
+	g.Expect(plan).To(HaveLen(4))
+	g.Expect(faults).To(HaveLen(4))
+	held, others := map[string]bool{}, map[string]bool{}
 	for i, f := range faults {
 		held[f.Action] = true
 		g.Expect(plan[i]).To(HaveLen(1))
-		g.Expect(plan[i][0].AtCreation).To(BeFalse(), "a change to a running resource")
+		st := plan[i][0]
+		g.Expect(st.AtCreation).To(BeFalse(), "a change to a running resource")
+		if f.Requests != nil && f.Requests.Resource == "things" {
+			g.Expect(st.Field()).To(Equal("spec.b"), "%s: a value the resource holds, changed", f.Action)
+			g.Expect(st.Unset).To(BeFalse(), "%s: changed, not removed", f.Action)
+		} else {
+			others[st.Field()] = true
+		}
 	}
-	g.Expect(held).To(HaveLen(3), "every fault once")
-	again, _ := Sweep(steps, menu, 7)
+	g.Expect(held).To(HaveLen(4), "every fault once")
+	g.Expect(others).To(HaveLen(2), "the other faults meet other fields, in rounds")
+	again, _ := Sweep(steps, menu, 7, "things", base)
 	g.Expect(again).To(Equal(plan))
-	none, _ := Sweep(steps[:1], menu, 7)
+	none, _ := Sweep(steps[:1], menu, 7, "things", base)
 	g.Expect(none).To(BeEmpty(), "no value changes a running resource")
+
+	// A resource that holds nothing that changes: its own faults take
+	// any change.
+	plan, _ = Sweep(steps, menu, 7, "things", map[string]any{"spec": map[string]any{"a": int64(0)}})
+	g.Expect(plan).To(HaveLen(4))
 }
 
 // The sweep's runs alternate with the plan's first ones, each with its
