@@ -37,6 +37,12 @@ type Trial struct {
 	// that ends by itself (a pod kill) is still held, so the observation
 	// window has the same shape for every scenario.
 	Hold time.Duration
+	// Still, when set, may end the hold early: once During has ended,
+	// the runner asks it every stillPoll, with when During ended, and
+	// heals as soon as it answers true (nothing left to happen under the
+	// fault: the rest of the hold would only wait). Hold stays the
+	// longest the fault holds.
+	Still func(since time.Time) bool
 	// Converged waits, after the recovery, until the system is healthy
 	// again; its error (with what it last saw) fails the run.
 	Converged func(ctx context.Context) error
@@ -132,17 +138,10 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	run.InjectTook = run.Phases.Injected.Sub(t0)
 	r.logf("%s: injected on every target in %s", s.Name, run.InjectTook.Round(time.Millisecond))
 
-	during := make(chan error, 1)
-	if s.During != nil {
-		go func() { during <- s.During(ctx) }()
-	} else {
-		during <- nil
-	}
-	select {
-	case <-ctx.Done():
+	during, held := r.hold(ctx, s, hold)
+	if ctx.Err() != nil {
 		run.Failf("interrupted while holding the fault: %v", ctx.Err())
 		return run
-	case <-time.After(hold):
 	}
 	t1 := time.Now()
 	recoveryTried = true
@@ -152,9 +151,52 @@ func (r *Runner) Run(ctx context.Context, s Trial, seed uint64) *report.Run {
 	}
 	run.Phases.Healed = time.Now()
 	run.HealTook = run.Phases.Healed.Sub(t1)
-	r.logf("%s: held %s, every target recovered and the object gone in %s", s.Name, hold, run.HealTook.Round(time.Millisecond))
+	r.logf("%s: held %s, every target recovered and the object gone in %s", s.Name, held, run.HealTook.Round(time.Millisecond))
 	r.converge(ctx, s, during, run)
 	return run
+}
+
+// stillPoll is how often a hold asks whether it may end (Trial.Still).
+const stillPoll = 250 * time.Millisecond
+
+// hold starts the trial's During and holds the fault for hold, or less
+// once During has ended and Trial.Still says nothing is left to happen.
+// It returns During's result, to come, and what it held, for the log.
+func (r *Runner) hold(ctx context.Context, s Trial, hold time.Duration) (<-chan error, string) {
+	during, ended := make(chan error, 1), make(chan time.Time, 1)
+	if s.During != nil {
+		go func() {
+			err := s.During(ctx)
+			ended <- time.Now()
+			during <- err
+		}()
+	} else {
+		during <- nil
+		ended <- time.Now()
+	}
+	start := time.Now()
+	deadline := time.NewTimer(hold)
+	defer deadline.Stop()
+	var poll <-chan time.Time
+	var since time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return during, ""
+		case <-deadline.C:
+			return during, hold.String()
+		case since = <-ended:
+			if s.Still != nil {
+				t := time.NewTicker(stillPoll)
+				defer t.Stop()
+				poll = t.C
+			}
+		case <-poll:
+			if s.Still(since) {
+				return during, fmt.Sprintf("%s of %s (still)", time.Since(start).Round(time.Millisecond), hold)
+			}
+		}
+	}
 }
 
 // resolve builds the trial's experiment and records it and its targets in

@@ -312,6 +312,16 @@ func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step,
 // campaign makes hundreds of runs and a write loop shows within seconds.
 const campaignStableFor = 5 * time.Second
 
+// campaignStillness is how long a campaign's resource must stay still to
+// be settled (the base's stableFor, else campaignStableFor), and how long
+// its operator must ask nothing for a hold to end early.
+func campaignStillness(base *scenario.Scenario) time.Duration {
+	if st := base.Spec.Assertions.StableFor; st != nil {
+		return st.Duration
+	}
+	return campaignStableFor
+}
+
 // campaignScenario is the base scenario with the sequence's steps as its
 // actions, each but the last followed by a wait to converge, no fault,
 // and the automatic oracles as its assertions. On a cluster an etcd-kv
@@ -336,11 +346,8 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 		s.Spec.During = append(s.Spec.During, scenario.Action{Patch: st.Patch()})
 	}
 	s.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
-	stable := base.Spec.Assertions.StableFor
-	if stable == nil {
-		stable = &metav1.Duration{Duration: campaignStableFor}
-	}
-	s.Spec.Assertions = scenario.Assertions{StableFor: stable, SameAsFresh: true, TruthfulStatus: true, ChangesShow: true}
+	stable := metav1.Duration{Duration: campaignStillness(base)}
+	s.Spec.Assertions = scenario.Assertions{StableFor: &stable, SameAsFresh: true, TruthfulStatus: true, ChangesShow: true}
 	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
 	return &s
 }

@@ -136,6 +136,10 @@ type Engine struct {
 	// converge, and for the resource to go, that ended so has taken here:
 	// what a campaign's patience is learned from.
 	slowestConverge, slowestDeletion time.Duration
+	// stillHolds, set while a campaign runs, ends a hold once the
+	// operator has asked the API proxy nothing for so long since the
+	// run's actions ended (run.still); 0 holds every fault whole.
+	stillHolds time.Duration
 }
 
 // Setup creates (or adopts) the cluster, loads the images, deploys the

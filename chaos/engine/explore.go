@@ -90,6 +90,10 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
 
 	c := &campaign{e: e, o: o, base: base}
+	// A fault's hold ends once the operator is still: hundreds of runs
+	// would otherwise wait out holds sized for its busiest step.
+	e.stillHolds = campaignStillness(base)
+	defer func() { e.stillHolds = 0 }()
 	refStart := time.Now()
 	refRes, ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
 	if err != nil {

@@ -296,6 +296,7 @@ func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
 			return r.experiment(ctx, f)
 		},
 		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
+		Still:     r.still(),
 		Converged: r.waitConverged,
 	}, seed)
 }

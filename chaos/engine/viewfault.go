@@ -166,3 +166,22 @@ type viewAccess struct {
 	kill   func(ctx context.Context) error
 	target func(ctx context.Context) (chaosmesh.Pods, error)
 }
+
+// still ends a campaign run's hold (Trial.Still) once the operator has
+// asked the API proxy nothing for the campaign's stillness window since
+// the run's actions ended: a fault it no longer meets changes nothing by
+// holding on. Outside a campaign, or with no proxy, holds are whole.
+func (r *run) still() func(since time.Time) bool {
+	window := r.e.stillHolds
+	if window == 0 || r.e.view == nil {
+		return nil
+	}
+	proxy := r.e.view.proxy
+	return func(since time.Time) bool {
+		last := proxy.LastAnswered()
+		if last.Before(since) {
+			last = since
+		}
+		return time.Since(last) >= window
+	}
+}

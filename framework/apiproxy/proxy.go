@@ -62,6 +62,9 @@ type Proxy struct {
 	streams  map[*stream]struct{}
 	// lastWrites is each resource's last successful write (LastWrites).
 	lastWrites map[string]Request
+	// answered is when the last request other than a watch was answered
+	// (LastAnswered).
+	answered time.Time
 	// delivered is each object's last event a JSON watch handed on to
 	// its client: its resourceVersion, and when.
 	delivered map[objKey]deliveredEvent
@@ -188,6 +191,15 @@ func (p *Proxy) Close() error {
 	return err
 }
 
+// LastAnswered is when the proxy last answered a request other than a
+// watch (zero before any): a client that has stopped asking has nothing
+// left to do, or waits.
+func (p *Proxy) LastAnswered() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answered
+}
+
 // Requests is every request the proxy saw, oldest first, with what was
 // injected into it.
 func (p *Proxy) Requests() []Request {
@@ -300,6 +312,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start)}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
+	if x.info.Verb != "watch" {
+		p.answered = time.Now()
+	}
 	if writeVerbs[x.info.Verb] && rec.status/100 == 2 {
 		if p.lastWrites == nil {
 			p.lastWrites = map[string]Request{}
