@@ -456,7 +456,7 @@ test-e2e-smoke: $(GOTESTSUM) images $(NODE_IMAGE_DEP) ## E2E smoke: engine, imag
 CHAOS_ENV = $(E2E_ENV) env $$(cat $(BIN)/chaos-mesh/images.env)
 
 .PHONY: test-chaos
-test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier under go test: the reference operator's scenario files (suites/chaos/scenarios) through the engine on kind; report in artifacts/chaos-<time>/ (GAUNTLET_CHAOS_SEED replays, GAUNTLET_CHAOS_SCENARIOS=a,b selects).
+test-chaos: $(GOTESTSUM) images $(NODE_IMAGE_DEP) chaos-images ## Chaos tier under go test: the reference operator's scenario files (suites/chaos/scenarios) through the engine on kind; report in artifacts/chaos-<time>/ (GAUNTLET_CHAOS_SEED replays, GAUNTLET_CHAOS_SCENARIOS=a,b selects, GAUNTLET_CHAOS_PARALLEL=1 runs one after another).
 	@mkdir -p $(ARTIFACTS)
 	$(CHAOS_ENV) $(GOTESTSUM) --format standard-verbose --junitfile $(ARTIFACTS)/junit-chaos.xml -- -count=1 -timeout 60m -tags e2e -run '^TestChaos$$' ./suites/chaos
 

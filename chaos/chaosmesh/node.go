@@ -26,6 +26,8 @@ var featureProbes = map[Feature]string{
 // probe's error otherwise. Results are cached for the runner's life.
 func (r *Runner) Features(ctx context.Context) (map[Feature]error, error) {
 	r.defaults()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.features != nil {
 		return r.features, nil
 	}

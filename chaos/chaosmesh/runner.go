@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	chaosv1alpha1 "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
@@ -69,10 +70,16 @@ type Runner struct {
 	// with it.
 	Unavailable string
 
+	// once sets the defaults; mu guards features. Scenarios run side by
+	// side share the runner.
+	once     sync.Once
+	mu       sync.Mutex
 	features map[Feature]error
 }
 
-func (r *Runner) defaults() {
+func (r *Runner) defaults() { r.once.Do(r.setDefaults) }
+
+func (r *Runner) setDefaults() {
 	if r.ChaosNamespace == "" {
 		r.ChaosNamespace = "chaos-mesh"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/chaos/timeline"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
 )
 
@@ -47,7 +48,7 @@ func (p program) eval(obj map[string]any) (bool, error) {
 }
 
 // judge turns every assertion into a check.
-func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, before operatorState) error {
+func (r *run) judge(ctx context.Context, tl *timeline.Timeline, ledger *workload.Ledger, before operatorState) error {
 	a := r.s.Spec.Assertions
 	ph := r.res.Phases
 	from := map[string]time.Time{scenario.FromRequested: ph.Requested, scenario.FromInjected: ph.Injected, scenario.FromHealed: ph.Healed}
@@ -93,7 +94,7 @@ func (r *run) judge(ctx context.Context, tl *Timeline, ledger *workload.Ledger, 
 // conditionFigures records the conventional conditions' figures, for the
 // summary, whether or not the file asserts them: -1 for one not reached.
 // recovered is when the fault's targets were back, if back.
-func (r *run) conditionFigures(tl *Timeline, recovered time.Time, back bool) {
+func (r *run) conditionFigures(tl *timeline.Timeline, recovered time.Time, back bool) {
 	ph := r.res.Phases
 	f := &r.res.Figures
 	f.TimeToDegraded, f.TimeToAvailable, f.DegradedClears = -1, -1, -1
@@ -111,7 +112,7 @@ func (r *run) conditionFigures(tl *Timeline, recovered time.Time, back bool) {
 }
 
 // conditionCheck judges one condition assertion from the timeline.
-func (r *run) conditionCheck(tl *Timeline, ca scenario.ConditionAssertion, from map[string]time.Time) (report.Check, error) {
+func (r *run) conditionCheck(tl *timeline.Timeline, ca scenario.ConditionAssertion, from map[string]time.Time) (report.Check, error) {
 	what := ca.Type
 	var prg *program
 	if ca.CEL != "" {
@@ -178,9 +179,9 @@ func (r *run) conditionCheck(tl *Timeline, ca scenario.ConditionAssertion, from 
 }
 
 // firstCEL is when, at or after from, the expression first gave want.
-func firstCEL(tl *Timeline, p program, want bool, from time.Time) (time.Time, bool) {
+func firstCEL(tl *timeline.Timeline, p program, want bool, from time.Time) (time.Time, bool) {
 	objs := tl.Objects()
-	var inForce *ObjectSample
+	var inForce *timeline.ObjectSample
 	for i := range objs {
 		if objs[i].At.After(from) {
 			break
@@ -203,7 +204,7 @@ func firstCEL(tl *Timeline, p program, want bool, from time.Time) (time.Time, bo
 }
 
 // everCEL tells whether the expression gave want at any moment in [from, to].
-func everCEL(tl *Timeline, p program, want bool, from, to time.Time) bool {
+func everCEL(tl *timeline.Timeline, p program, want bool, from, to time.Time) bool {
 	at, ok := firstCEL(tl, p, want, from)
 	return ok && !at.After(to)
 }

@@ -160,7 +160,7 @@ func (r *run) waitConverged(ctx context.Context) error {
 		return true, "", nil
 	})
 	if err == nil {
-		r.e.slowestConverge = max(r.e.slowestConverge, time.Since(start))
+		r.e.slowest(&r.e.slowestConverge, time.Since(start))
 	}
 	if err != nil && last != "" {
 		r.contradictions(ctx)

@@ -35,6 +35,8 @@ func (r *run) readStart(ctx context.Context) error {
 // that are off unless set (explore.Switches).
 func (e *Engine) learnSwitches(ctx context.Context, obj *unstructured.Unstructured) error {
 	gvk := obj.GroupVersionKind()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if _, ok := e.switches[gvk]; ok {
 		return nil
 	}
@@ -58,7 +60,10 @@ func (r *run) effectCheck(ctx context.Context) (report.Check, error) {
 		return report.Check{}, fmt.Errorf("reading the end state for the effect oracle: %w", err)
 	}
 	c := report.Check{Kind: "effect", Name: "spec changes show in the status or a child", Value: "shown", Budget: "a changed field named like a child's, or a feature turned on, shows"}
-	if fields := compare.Unshown(r.start, end, r.e.switches[r.obj.GroupVersionKind()]); len(fields) > 0 {
+	r.e.mu.Lock()
+	switches := r.e.switches[r.obj.GroupVersionKind()]
+	r.e.mu.Unlock()
+	if fields := compare.Unshown(r.start, end, switches); len(fields) > 0 {
 		c.Value, c.Where = "ignored", fields[0]
 		c.Violation = fmt.Sprintf("the operator took %s and changed nothing: the status and every child end as the starting resource left them, though children hold fields of those names or the change turns a feature on",
 			strings.Join(fields, ", "))

@@ -17,6 +17,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	chaosv1alpha1 "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
@@ -107,8 +108,11 @@ type Engine struct {
 	Runner   *chaosmesh.Runner
 	operator *scenario.OperatorSpec
 	opVars   render.Vars
-	seq      int
-	scheme   *runtime.Scheme
+	// mu guards seq, switches and the slowest waits, which scenarios run
+	// side by side share.
+	mu     sync.Mutex
+	seq    int
+	scheme *runtime.Scheme
 	// host is set on envtest.
 	host *envtesthost.Host
 	// metrics is how the operator's metrics are scraped.
@@ -303,6 +307,21 @@ func (e *Engine) Teardown() error {
 		_ = e.view.proxy.Close()
 	}
 	return errors.Join(err, e.Cluster.Teardown())
+}
+
+// nextSeq numbers a run's namespace.
+func (e *Engine) nextSeq() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	return e.seq
+}
+
+// slowest records how long a wait that ended took (max into *d).
+func (e *Engine) slowest(d *time.Duration, took time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	*d = max(*d, took)
 }
 
 // Name names where the set runs, for the report.

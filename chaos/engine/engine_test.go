@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/chaos/timeline"
 )
 
 func TestNeeds(t *testing.T) {
@@ -63,7 +64,7 @@ func TestCELOverTheTimeline(t *testing.T) {
 	_, err = compile([]string{"self.status.("})
 	g.Expect(err).To(MatchError(ContainSubstring("CEL")))
 
-	tl := NewTimeline()
+	tl := timeline.New()
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	tl.Record(at(0), object(3, 3, "Available", "True"))
@@ -177,7 +178,7 @@ func TestConditionTimedFromAnotherCondition(t *testing.T) {
 	g := NewWithT(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	tl := NewTimeline()
+	tl := timeline.New()
 	tl.Record(at(0), object(3, 3, "Available", "True"))
 	tl.Record(at(2), object(3, 2, "Available", "False"))
 	tl.Record(at(9), object(3, 3, "Available", "True"))

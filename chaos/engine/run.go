@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,62 +20,14 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
-	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/chaos/timeline"
 	"github.com/gauntlet-dev/gauntlet/chaos/workload"
 	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
-
-// RunOptions select and shape a run of the set.
-type RunOptions struct {
-	// Seed drives every choice; scenario i gets ScenarioSeed(Seed, i).
-	Seed uint64
-	// Seeds pins the seed of named scenarios (a replay).
-	Seeds map[string]uint64
-	// Only selects scenarios by name (all when empty).
-	Only []string
-	// Artifacts is the run's folder.
-	Artifacts string
-}
-
-// ScenarioSeed derives the seed of the i-th scenario from the run's.
-func ScenarioSeed(seed uint64, i int) uint64 { return seed*1_000_003 + uint64(i) }
-
-// RunAll runs the selected scenarios in turn, writing the report (json,
-// junit, summary, html) after each.
-func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, error) {
-	rep := report.NewReport(o.Seed, e.Name())
-	for i, s := range e.o.Set.Scenarios {
-		if len(o.Only) > 0 && !slices.Contains(o.Only, s.Metadata.Name) {
-			continue
-		}
-		seed, pinned := o.Seeds[s.Metadata.Name]
-		if !pinned {
-			seed = ScenarioSeed(o.Seed, i)
-		}
-		res := e.Run(ctx, s, seed, o.Artifacts)
-		rep.Results = append(rep.Results, res)
-		e.logf("%s: %s in %s", s.Metadata.Name, res.Verdict(), res.Took.Round(time.Second))
-		if err := write(rep, o.Artifacts); err != nil {
-			return rep, err
-		}
-		if ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-	}
-	return rep, write(rep, o.Artifacts)
-}
-
-func write(rep *report.Report, dir string) error {
-	if err := rep.Write(dir); err != nil {
-		return err
-	}
-	_, err := htmlreport.Write(rep, dir)
-	return err
-}
 
 // run is one scenario's live state.
 type run struct {
@@ -244,7 +195,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	}
 	tctx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
-	timeline := WatchConditions(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
+	tl := timeline.Watch(tctx, e.Dynamic, r.gvr, r.ns, r.obj.GetName())
 
 	load, err := r.startWorkload(ctx, seed)
 	if err != nil {
@@ -258,7 +209,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 
 	runRes := r.trial(ctx, seed)
 	r.res.Run = runRes
-	ledger := r.collect(load, stopTimeline, timeline, obs)
+	ledger := r.collect(load, stopTimeline, tl, obs)
 	if runRes.Skipped != "" || runRes.Failed() {
 		if ledger != nil {
 			_, _ = ledger.Save(r.res.Artifacts)
@@ -268,7 +219,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	if r.command != nil {
 		r.res.Checks = append(r.res.Checks, (<-r.command).check())
 	}
-	if err := r.judge(ctx, timeline, ledger, before); err != nil {
+	if err := r.judge(ctx, tl, ledger, before); err != nil {
 		return r.fail("%v", err)
 	}
 	r.res.Violations = append(r.res.Violations, report.Violations(r.res.Checks)...)
@@ -304,19 +255,19 @@ func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
 // collect stops the workload, the condition timeline and the observer,
 // and records what they saw; it returns the workload's ledger (nil without
 // an etcd-kv workload).
-func (r *run) collect(load *workload.Workload, stopTimeline context.CancelFunc, timeline *Timeline, obs *Observer) *workload.Ledger {
+func (r *run) collect(load *workload.Workload, stopTimeline context.CancelFunc, tl *timeline.Timeline, obs *Observer) *workload.Ledger {
 	var ledger *workload.Ledger
 	if load != nil {
 		ledger = load.Stop()
 	}
 	stopTimeline()
-	r.res.Timeline = timeline.Samples()
+	r.res.Timeline = tl.Samples()
 	r.res.Series = &report.Series{}
 	if ledger != nil {
 		r.res.Series.SetWorkload(ledger)
 	}
 	r.res.Series.Operator, r.res.Series.Pods = obs.Stop()
-	for _, err := range timeline.Errors() {
+	for _, err := range tl.Errors() {
 		r.res.Errors = append(r.res.Errors, "the condition timeline is incomplete: its watch failed: "+err)
 	}
 	return ledger
@@ -328,8 +279,7 @@ func (r *run) create(ctx context.Context) error {
 	// On an existing cluster an earlier run's namespace of the same name
 	// may still be terminating: take the next sequence number.
 	for attempt := 0; ; attempt++ {
-		r.e.seq++
-		r.ns = fmt.Sprintf("chaos-%s-%d", r.s.Metadata.Name, r.e.seq)
+		r.ns = fmt.Sprintf("chaos-%s-%d", r.s.Metadata.Name, r.e.nextSeq())
 		if len(r.ns) > 63 {
 			r.ns = strings.TrimRight(r.ns[:63], "-")
 		}
@@ -440,7 +390,7 @@ func (r *run) cleanup(ctx context.Context) {
 		if err := r.deleteResource(ctx); err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 		} else {
-			r.e.slowestDeletion = max(r.e.slowestDeletion, time.Since(deleted))
+			r.e.slowest(&r.e.slowestDeletion, time.Since(deleted))
 			if r.e.view != nil {
 				r.leftAfterDeletion(ctx)
 				r.writesAfterRelease(deleted, owned)

@@ -53,6 +53,8 @@ func TestRender(t *testing.T) {
 	// The failed scenario left a bundle and a history; nothing else exists.
 	g.Expect(os.MkdirAll(filepath.Join(dir, "partition", "chaos-partition-2"), 0o755)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "partition", "history.json"), []byte("{}"), 0o644)).To(Succeed())
+	ok.Sharing = &report.Sharing{Beside: []string{"partition", "netem-delay"}}
+	slow.Sharing = &report.Sharing{Alone: "it failed beside others", Beside: []string{"leader-pod-kill"}, FirstAttempt: []string{"writes resumed after 12s"}}
 	rep := report.NewReport(42, "kind-gauntlet")
 	rep.Results = []*report.Result{ok, slow, {Run: &report.Run{Scenario: "netem-delay", Skipped: "the node kernel lacks netem"}}}
 
@@ -67,6 +69,9 @@ func TestRender(t *testing.T) {
 	g.Expect(html).To(ContainSubstring("1 failed"))
 	g.Expect(html).To(ContainSubstring("1 skipped"))
 	g.Expect(html).To(ContainSubstring("the node kernel lacks netem"))
+	g.Expect(html).To(ContainSubstring("ran beside partition, netem-delay"))
+	g.Expect(html).To(ContainSubstring("ran alone: it failed beside others (first beside leader-pod-kill)"))
+	g.Expect(html).To(ContainSubstring("<li>writes resumed after 12s</li>"), "the failed first attempt is kept")
 	g.Expect(html).To(ContainSubstring(`<td class="num over">9s</td>`), "the figure over its budget stands out in the summary")
 	g.Expect(html).To(ContainSubstring("time until writes resumed after the fault: 9s, over the budget of 5s"))
 	g.Expect(html).To(ContainSubstring(`<a href="partition/history.json">`))

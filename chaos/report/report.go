@@ -59,6 +59,23 @@ type Result struct {
 	// Artifacts is the folder holding this scenario's evidence.
 	Artifacts string        `json:"artifacts,omitempty"`
 	Took      time.Duration `json:"took"`
+	// Sharing, in a run of scenarios side by side, is what ran beside
+	// this one.
+	Sharing *Sharing `json:"sharing,omitempty"`
+}
+
+// Sharing is how a scenario shared the cluster in a run of scenarios side
+// by side (gauntlet run --parallel).
+type Sharing struct {
+	// Beside are the scenarios that ran while it ran (its first attempt).
+	Beside []string `json:"beside,omitempty"`
+	// Alone is why it ran with nothing beside it: what it breaks is
+	// shared, or it failed beside others and ran again alone.
+	Alone string `json:"alone,omitempty"`
+	// FirstAttempt holds the errors and violations of its attempt beside
+	// others when that failed; the verdict is then the second attempt's,
+	// made alone.
+	FirstAttempt []string `json:"firstAttempt,omitempty"`
 }
 
 // Condition is a status condition of the resource.

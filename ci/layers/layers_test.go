@@ -26,8 +26,10 @@ var layers = [][]string{
 	// Drivers and views that know a report or a file, not a run: Chaos
 	// Mesh, the API relay, the Chaos Mesh install, the HTML report,
 	// gauntlet init's starter files, the files checked before a run, the
-	// comparison of two runs' end states.
-	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare"},
+	// comparison of two runs' end states, a resource's conditions over
+	// time, which scenarios run side by side.
+	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare",
+		"chaos/timeline", "chaos/parallel"},
 	// envtest in place of nodes; a campaign as an Indexed Job.
 	{"chaos/envtesthost", "chaos/shard"},
 	// Run a scenario and judge it.

@@ -59,6 +59,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--multi-node", "--kind-config", "/dev/null"}, "[kind-config multi-node] were all set"},
 		{[]string{"run", "--proxy-address", "172.18.0.1"}, "--proxy-address goes with --kubeconfig"},
 		{[]string{"run", "--kubeconfig", "/dev/null", "--proxy-address", "gateway"}, `--proxy-address "gateway": want the IP address`},
+		{[]string{"run", "--parallel", "0"}, "--parallel 0: give 1 (one scenario after another) or more"},
 		{[]string{"run", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"run", "extra"}, `unknown command "extra" for "gauntlet run"`},
 		{[]string{"report"}, "want 1 arguments ([DIR]), got 0"},

@@ -31,6 +31,11 @@ import (
 	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
+// defaultParallel is how many scenarios run at once by default: on two
+// cores and one kind node, three of the reference scenarios side by side
+// keep their timing budgets (docs/BENCHMARKS.md has the run).
+const defaultParallel = 3
+
 // referenceScenarios are the reference operator's scenario files, the
 // default inside a Gauntlet checkout.
 const referenceScenarios = "suites/chaos/scenarios"
@@ -42,6 +47,7 @@ type runFlags struct {
 	operatorArgs               []string
 	scenarios                  []string
 	seed                       int64
+	parallel                   int
 	report                     string
 	kubeconfig                 string
 	nodeImage, kindConfig      string
@@ -94,6 +100,7 @@ func (f *runFlags) register(cmd *cobra.Command, withSelection bool) {
 	if withSelection {
 		fs.StringSliceVar(&f.scenarios, "scenario", nil, "scenarios to run, by name or glob such as 'leader-*' (repeat or comma-separate; default: all; see gauntlet list)")
 		fs.Int64Var(&f.seed, "seed", -1, "seed for every choice of target and timing (default: from the clock, printed); replays a run")
+		fs.IntVar(&f.parallel, "parallel", defaultParallel, "scenarios run at once, each in its own namespace; one whose fault reaches beyond its namespace (the operator, a node, the API proxy) runs alone, and one that fails beside others runs again alone (1: one after another)")
 		_ = cmd.RegisterFlagCompletionFunc("scenario", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			names, _ := f.names()
 			return names, cobra.ShellCompDirectiveNoFileComp
@@ -298,6 +305,9 @@ says what it is waiting for.`,
   gauntlet run -f my-operator/scenarios --kubeconfig ~/.kube/config --set OPERATOR_IMAGE=registry.example/op:v1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.parallel < 1 {
+				return usagef("--parallel %d: give 1 (one scenario after another) or more", f.parallel)
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -321,7 +331,7 @@ func (f *runFlags) runOptions(seeds map[string]uint64) (engine.RunOptions, error
 	if err != nil {
 		return engine.RunOptions{}, usageError{err}
 	}
-	ro := engine.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds, Only: names, Artifacts: f.report}
+	ro := engine.RunOptions{Seed: uint64(time.Now().UnixNano() % 1_000_000), Seeds: seeds, Only: names, Artifacts: f.report, Parallel: f.parallel}
 	if f.seed >= 0 {
 		ro.Seed = uint64(f.seed)
 	}

@@ -28,6 +28,7 @@ import (
 const (
 	envSeed      = "GAUNTLET_CHAOS_SEED"      // replay a run
 	envScenarios = "GAUNTLET_CHAOS_SCENARIOS" // comma-separated names (default: all)
+	envParallel  = "GAUNTLET_CHAOS_PARALLEL"  // scenarios at once (default 3, as gauntlet run)
 )
 
 func getenv(k, def string) string {
@@ -95,8 +96,12 @@ func TestChaos(t *testing.T) {
 	if v := os.Getenv(envScenarios); v != "" {
 		only = strings.Split(v, ",")
 	}
+	parallel, err := strconv.Atoi(getenv(envParallel, "3"))
+	if err != nil || parallel < 1 {
+		t.Fatalf("%s=%q: want 1 (one scenario after another) or more", envParallel, os.Getenv(envParallel))
+	}
 	t.Logf("seed %d (replay with %s=%d); artifacts in %s", s, envSeed, s, artifacts)
-	rep, err := e.RunAll(t.Context(), engine.RunOptions{Seed: s, Only: only, Artifacts: artifacts})
+	rep, err := e.RunAll(t.Context(), engine.RunOptions{Seed: s, Only: only, Artifacts: artifacts, Parallel: parallel})
 	if err != nil {
 		t.Fatal(err)
 	}

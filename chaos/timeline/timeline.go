@@ -1,4 +1,10 @@
-package engine
+// Package timeline records an object's status conditions, and the whole
+// object, from the API server's watch events, and answers when a condition
+// first had a status and whether it ever had one over a span: what a
+// scenario's condition assertions are judged on.
+//
+// It must not know scenarios or how a run is judged.
+package timeline
 
 import (
 	"context"
@@ -37,9 +43,9 @@ type ObjectSample struct {
 	Object map[string]any
 }
 
-// WatchConditions starts recording the conditions of one object until ctx
+// Watch starts recording the conditions of one object until ctx
 // ends. A watch that closes is resumed from the last resourceVersion.
-func WatchConditions(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *Timeline {
+func Watch(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *Timeline {
 	tl := &Timeline{done: make(chan struct{})}
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	res := dyn.Resource(gvr).Namespace(namespace)
@@ -70,9 +76,9 @@ func WatchConditions(ctx context.Context, dyn dynamic.Interface, gvr schema.Grou
 	return tl
 }
 
-// NewTimeline is an empty timeline fed by Record, for a source other than a
+// New is an empty timeline fed by Record, for a source other than a
 // watch (or a test).
-func NewTimeline() *Timeline { return &Timeline{done: make(chan struct{})} }
+func New() *Timeline { return &Timeline{done: make(chan struct{})} }
 
 // Record adds one version of the object observed at at, as a watch event
 // does.

@@ -1,0 +1,177 @@
+package parallel
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
+)
+
+// Job is one scenario of the run.
+type Job struct {
+	Name string
+	// Alone is why the job cannot share the cluster ("" when it can).
+	Alone string
+}
+
+// Options shape a run.
+type Options struct {
+	// Workers is how many jobs that share the cluster run at once (one or
+	// less: one after another, as a serial run).
+	Workers int
+	// Run runs job i; alone is set on a second attempt made with nothing
+	// beside it, whose evidence should not overwrite the first's.
+	Run func(ctx context.Context, i int, alone bool) *report.Result
+	// Done, if set, is called with each job's final result as it is
+	// known, one call at a time.
+	Done func(i int, res *report.Result)
+	// Log, if set, receives a line for each decision.
+	Log func(format string, args ...any)
+}
+
+// Run runs the jobs and returns their final results in the jobs' order
+// (nil for a job not started before ctx ended).
+func Run(ctx context.Context, jobs []Job, o Options) []*report.Result {
+	s := &schedule{o: o, jobs: jobs, results: make([]*report.Result, len(jobs)), running: map[int]bool{}, beside: map[int]map[int]bool{}}
+	var shared, alone []int
+	for i, j := range jobs {
+		if j.Alone != "" && o.Workers > 1 {
+			alone = append(alone, i)
+			s.logf("%s runs alone: %s", j.Name, j.Alone)
+			continue
+		}
+		shared = append(shared, i)
+	}
+	s.pool(ctx, shared)
+	var again []int
+	for _, i := range shared {
+		if res := s.results[i]; res != nil && res.Verdict() == report.Failed && len(s.beside[i]) > 0 {
+			again = append(again, i)
+		}
+	}
+	for _, i := range alone {
+		if ctx.Err() != nil {
+			break
+		}
+		s.finish(i, s.attempt(ctx, i, false), nil)
+	}
+	for _, i := range again {
+		if ctx.Err() != nil {
+			break
+		}
+		first := s.results[i]
+		s.logf("%s failed beside %s: running it again alone", jobs[i].Name, s.names(i))
+		s.finish(i, s.attempt(ctx, i, true), first)
+	}
+	return s.results
+}
+
+// schedule is one Run's state.
+type schedule struct {
+	o       Options
+	jobs    []Job
+	mu      sync.Mutex
+	results []*report.Result
+	running map[int]bool
+	// beside are, by job, the jobs that ran while it ran.
+	beside map[int]map[int]bool
+}
+
+// pool runs jobs, Workers at a time (one when Workers is less).
+func (s *schedule) pool(ctx context.Context, jobs []int) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(s.o.Workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				res := s.attempt(ctx, i, false)
+				if res.Verdict() != report.Failed || s.o.Workers <= 1 {
+					s.finish(i, res, nil)
+					continue
+				}
+				s.mu.Lock()
+				s.results[i] = res // judged once the pool is done: it may run again alone
+				s.mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	// A failure beside nothing is final as it stands.
+	for _, i := range jobs {
+		if res := s.results[i]; res != nil && res.Verdict() == report.Failed && s.o.Workers > 1 && len(s.beside[i]) == 0 {
+			s.finish(i, res, nil)
+		}
+	}
+}
+
+// attempt runs job i, recording what runs beside it meanwhile.
+func (s *schedule) attempt(ctx context.Context, i int, alone bool) *report.Result {
+	s.mu.Lock()
+	if s.beside[i] == nil {
+		s.beside[i] = map[int]bool{}
+	}
+	for j := range s.running {
+		s.beside[i][j], s.beside[j][i] = true, true
+	}
+	s.running[i] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, i)
+		s.mu.Unlock()
+	}()
+	return s.o.Run(ctx, i, alone)
+}
+
+// finish records job i's final result; first is its failed attempt beside
+// others when res is a second attempt alone.
+func (s *schedule) finish(i int, res *report.Result, first *report.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Workers > 1 {
+		sh := &report.Sharing{Alone: s.jobs[i].Alone, Beside: s.namesLocked(i)}
+		if first != nil {
+			sh.Alone = "it failed beside others"
+			sh.FirstAttempt = append(slices.Clone(first.Errors), first.Violations...)
+		}
+		res.Sharing = sh
+	}
+	s.results[i] = res
+	if s.o.Done != nil {
+		s.o.Done(i, res)
+	}
+}
+
+func (s *schedule) names(i int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.namesLocked(i)
+}
+
+// namesLocked are the names of the jobs that ran beside job i, in the
+// jobs' order.
+func (s *schedule) namesLocked(i int) []string {
+	var out []string
+	for j := range s.jobs {
+		if s.beside[i][j] {
+			out = append(out, s.jobs[j].Name)
+		}
+	}
+	return out
+}
+
+func (s *schedule) logf(format string, args ...any) {
+	if s.o.Log != nil {
+		s.o.Log(format, args...)
+	}
+}
