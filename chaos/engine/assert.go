@@ -84,10 +84,16 @@ func (r *run) judge(ctx context.Context, tl *timeline.Timeline, ledger *workload
 		r.res.Checks = append(r.res.Checks, r.budget.check())
 	}
 	if ledger != nil {
+		t0 := time.Now()
 		if err := r.workloadChecks(ctx, ledger); err != nil {
 			return err
 		}
+		r.e.logf("%s: the data checked in %s (%d operations)", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond), len(ledger.Ops))
 	}
+	t0 := time.Now()
+	defer func() {
+		r.e.logf("%s: the operator checked in %s", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond))
+	}()
 	return r.operatorChecks(ctx, before)
 }
 

@@ -103,13 +103,36 @@ func (r *run) simulatedPodLoss(target chaosmesh.Pods) *chaosmesh.Experiment {
 	}
 }
 
+// nodeLossMissing is why a node-loss cannot run here, known before the
+// resource is made: an existing cluster, or one with no worker node.
+func (e *Engine) nodeLossMissing(ctx context.Context) (string, error) {
+	if e.Cluster == nil || e.Cluster.Existing {
+		return nodeLossNeedsKind, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := e.Client.List(ctx, nodes); err != nil {
+		return "", fmt.Errorf("listing the nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		if _, cp := n.Labels[controlPlaneLabel]; !cp {
+			return "", nil
+		}
+	}
+	return "node-loss needs a worker node, and this cluster has only its control plane: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", nil
+}
+
+const (
+	nodeLossNeedsKind = "node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster"
+	controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+)
+
 // nodeLoss stops the nodes the target pods run on for the hold, then
 // starts them again. Only the nodes of a kind cluster the harness made are
 // its to stop, and never a control plane (the API server would go too):
 // on the single-node cluster the scenario is skipped.
 func (r *run) nodeLoss(ctx context.Context, target chaosmesh.Pods) (*chaosmesh.Experiment, error) {
 	if r.e.Cluster == nil || r.e.Cluster.Existing {
-		return nil, chaosmesh.Skip("node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster")
+		return nil, chaosmesh.Skip(nodeLossNeedsKind)
 	}
 	var nodes []string
 	for _, name := range target.Names {
@@ -121,7 +144,7 @@ func (r *run) nodeLoss(ctx context.Context, target chaosmesh.Pods) (*chaosmesh.E
 		if err := r.e.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
 			return nil, fmt.Errorf("the node of pod %s: %w", name, err)
 		}
-		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
+		if _, cp := n.Labels[controlPlaneLabel]; cp {
 			return nil, chaosmesh.Skip(fmt.Sprintf("node-loss needs the target on a worker node, and %s runs on the control plane %s: run on the multi-node cluster (--multi-node, MULTI_NODE=1)", name, n.Name))
 		}
 		if !slices.Contains(nodes, n.Name) {

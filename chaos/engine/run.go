@@ -135,7 +135,14 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 	r := &run{e: e, s: s, twin: twin, started: start, vars: render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables},
 		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Description: s.Metadata.Description, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
-	if why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action)); why != "" {
+	why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action))
+	if why == "" && s.Spec.Fault.Action == scenario.ActionNodeLoss && e.host == nil {
+		var err error
+		if why, err = e.nodeLossMissing(ctx); err != nil {
+			return r.fail("%v", err), nil
+		}
+	}
+	if why != "" {
 		r.res.Skipped = why
 		e.logf("%s: skipped before creating anything: %s", name, why)
 		return r.res, nil
@@ -209,6 +216,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 
 	runRes := r.trial(ctx, seed)
 	r.res.Run = runRes
+	judging := time.Now()
 	ledger := r.collect(load, stopTimeline, tl, obs)
 	if runRes.Skipped != "" || runRes.Failed() {
 		if ledger != nil {
@@ -226,7 +234,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	if len(r.res.Violations) > 0 && ledger != nil {
 		_, _ = ledger.Save(r.res.Artifacts)
 	}
-	e.logf("%s: %d checks, %d violated", name, len(r.res.Checks), len(r.res.Violations))
+	e.logf("%s: %d checks, %d violated (judged in %s)", name, len(r.res.Checks), len(r.res.Violations), time.Since(judging).Round(time.Millisecond))
 	return r.res
 }
 

@@ -64,6 +64,12 @@ func Run(ctx context.Context, jobs []Job, o Options) []*report.Result {
 		s.logf("%s failed beside %s: running it again alone", jobs[i].Name, s.names(i))
 		s.finish(i, s.attempt(ctx, i, true), first)
 	}
+	// Name again what ran beside each, now that every skip is known.
+	for i, res := range s.results {
+		if res != nil && res.Sharing != nil {
+			res.Sharing.Beside = s.namesLocked(i)
+		}
+	}
 	return s.results
 }
 
@@ -159,10 +165,13 @@ func (s *schedule) names(i int) []string {
 }
 
 // namesLocked are the names of the jobs that ran beside job i, in the
-// jobs' order.
+// jobs' order, but for those known skipped.
 func (s *schedule) namesLocked(i int) []string {
 	var out []string
 	for j := range s.jobs {
+		if r := s.results[j]; r != nil && r.Verdict() == report.Skipped {
+			continue // skipped before it made anything
+		}
 		if s.beside[i][j] {
 			out = append(out, s.jobs[j].Name)
 		}

@@ -21,6 +21,8 @@ type fakeRuns struct {
 	fails map[string]bool
 	// failAlone are the jobs whose attempts alone fail too.
 	failAlone map[string]bool
+	// skips are the jobs that are skipped.
+	skips map[string]bool
 
 	mu      sync.Mutex
 	full    *sync.Cond
@@ -50,6 +52,9 @@ func (f *fakeRuns) run(ctx context.Context, i int, alone bool) *report.Result {
 	f.active--
 	f.mu.Unlock()
 	res := &report.Result{Run: &report.Run{Scenario: name}}
+	if f.skips[name] {
+		res.Skipped = "the node kernel lacks netem"
+	}
 	if (f.fails[name] && !alone) || f.failAlone[name] {
 		res.Violations = []string{name + " failed"}
 	}
@@ -67,7 +72,7 @@ func (f *fakeRuns) sharedCount() int {
 }
 
 func newFake(jobs []Job, workers int) *fakeRuns {
-	f := &fakeRuns{jobs: jobs, workers: workers, fails: map[string]bool{}, failAlone: map[string]bool{}, alonePeer: map[string]int{}}
+	f := &fakeRuns{jobs: jobs, workers: workers, fails: map[string]bool{}, failAlone: map[string]bool{}, skips: map[string]bool{}, alonePeer: map[string]int{}}
 	f.full = sync.NewCond(&f.mu)
 	return f
 }
@@ -83,7 +88,7 @@ var jobs = []Job{
 
 func runFake(t *testing.T, f *fakeRuns) ([]*report.Result, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var done []string
 	res := Run(ctx, f.jobs, Options{Workers: f.workers, Run: f.run, Done: func(i int, _ *report.Result) { done = append(done, f.jobs[i].Name) }})
@@ -151,4 +156,15 @@ func TestAFailureBesideNothingIsNotRunAgain(t *testing.T) {
 	g.Expect(f.order).To(Equal([]string{"only", "op"}))
 	g.Expect(res[0].Verdict()).To(Equal(report.Failed))
 	g.Expect(res[0].Sharing.FirstAttempt).To(BeEmpty())
+}
+
+func TestASkippedJobRanBesideNothing(t *testing.T) {
+	g := NewWithT(t)
+	f := newFake([]Job{{Name: "a"}, {Name: "netem"}, {Name: "b"}}, 3)
+	f.skips["netem"] = true
+	res, _ := runFake(t, f)
+	g.Expect(f.most).To(Equal(3))
+	g.Expect(res[1].Verdict()).To(Equal(report.Skipped))
+	g.Expect(res[0].Sharing.Beside).To(Equal([]string{"b"}), "a scenario skipped before it made anything is not named beside another")
+	g.Expect(res[2].Sharing.Beside).To(Equal([]string{"a"}))
 }
