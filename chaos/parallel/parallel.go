@@ -3,6 +3,7 @@ package parallel
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -61,7 +62,7 @@ func Run(ctx context.Context, jobs []Job, o Options) []*report.Result {
 			break
 		}
 		first := s.results[i]
-		s.logf("%s failed beside %s: running it again alone", jobs[i].Name, s.names(i))
+		s.logf("%s failed beside %s: running it again alone", jobs[i].Name, strings.Join(s.names(i), ", "))
 		s.finish(i, s.attempt(ctx, i, true), first)
 	}
 	// Name again what ran beside each, now that every skip is known.
