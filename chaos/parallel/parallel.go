@@ -25,7 +25,8 @@ type Options struct {
 	// beside it, whose evidence should not overwrite the first's.
 	Run func(ctx context.Context, i int, alone bool) *report.Result
 	// Done, if set, is called with each job's final result as it is
-	// known, one call at a time.
+	// known, one call at a time. A neighbour skipped later is then taken
+	// out of the result's Sharing.Beside, before the next call.
 	Done func(i int, res *report.Result)
 	// Log, if set, receives a line for each decision.
 	Log func(format string, args ...any)
@@ -44,12 +45,15 @@ func Run(ctx context.Context, jobs []Job, o Options) []*report.Result {
 		}
 		shared = append(shared, i)
 	}
-	s.pool(ctx, shared)
+	// Judge the failed attempts the pool left: one beside nothing stands,
+	// one beside others runs again alone, after the jobs that run alone.
 	var again []int
-	for _, i := range shared {
-		if res := s.results[i]; res != nil && res.Verdict() == report.Failed && len(s.beside[i]) > 0 {
-			again = append(again, i)
+	for _, i := range s.pool(ctx, shared) {
+		if len(s.beside[i]) == 0 {
+			s.finish(i, s.results[i], nil)
+			continue
 		}
+		again = append(again, i)
 	}
 	for _, i := range alone {
 		if ctx.Err() != nil {
@@ -65,12 +69,6 @@ func Run(ctx context.Context, jobs []Job, o Options) []*report.Result {
 		s.logf("%s failed beside %s: running it again alone", jobs[i].Name, strings.Join(s.names(i), ", "))
 		s.finish(i, s.attempt(ctx, i, true), first)
 	}
-	// Name again what ran beside each, now that every skip is known.
-	for i, res := range s.results {
-		if res != nil && res.Sharing != nil {
-			res.Sharing.Beside = s.namesLocked(i)
-		}
-	}
 	return s.results
 }
 
@@ -85,9 +83,13 @@ type schedule struct {
 	beside map[int]map[int]bool
 }
 
-// pool runs jobs, Workers at a time (one when Workers is less).
-func (s *schedule) pool(ctx context.Context, jobs []int) {
+// pool runs jobs, Workers at a time (one when Workers is less), and
+// finishes each as it ends, but for a failed attempt when others may have
+// run beside it: it records those and returns them, in the jobs' order,
+// for Run to judge.
+func (s *schedule) pool(ctx context.Context, jobs []int) []int {
 	work := make(chan int)
+	var failed []int
 	var wg sync.WaitGroup
 	for range max(s.o.Workers, 1) {
 		wg.Add(1)
@@ -95,12 +97,13 @@ func (s *schedule) pool(ctx context.Context, jobs []int) {
 			defer wg.Done()
 			for i := range work {
 				res := s.attempt(ctx, i, false)
-				if res.Verdict() != report.Failed || s.o.Workers <= 1 {
+				if res.Verdict() != report.Failed || s.o.Workers <= 1 { // one at a time, nothing ran beside
 					s.finish(i, res, nil)
 					continue
 				}
 				s.mu.Lock()
-				s.results[i] = res // judged once the pool is done: it may run again alone
+				s.results[i] = res
+				failed = append(failed, i)
 				s.mu.Unlock()
 			}
 		}()
@@ -113,12 +116,8 @@ func (s *schedule) pool(ctx context.Context, jobs []int) {
 	}
 	close(work)
 	wg.Wait()
-	// A failure beside nothing is final as it stands.
-	for _, i := range jobs {
-		if res := s.results[i]; res != nil && res.Verdict() == report.Failed && s.o.Workers > 1 && len(s.beside[i]) == 0 {
-			s.finish(i, res, nil)
-		}
-	}
+	slices.Sort(failed)
+	return failed
 }
 
 // attempt runs job i, recording what runs beside it meanwhile.
@@ -142,20 +141,38 @@ func (s *schedule) attempt(ctx context.Context, i int, alone bool) *report.Resul
 
 // finish records job i's final result; first is its failed attempt beside
 // others when res is a second attempt alone.
+//
+// It names what ran beside job i as far as is known now, for Done's report
+// to show; a neighbour still running may yet be skipped, and a skipped job
+// made nothing to share, so a skip names again what ran beside each job
+// already finished beside it.
 func (s *schedule) finish(i int, res *report.Result, first *report.Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.results[i] = res
 	if s.o.Workers > 1 {
-		sh := &report.Sharing{Alone: s.jobs[i].Alone, Beside: s.namesLocked(i)}
+		sh := &report.Sharing{Alone: s.jobs[i].Alone}
 		if first != nil {
 			sh.Alone = "it failed beside others"
 			sh.FirstAttempt = append(slices.Clone(first.Errors), first.Violations...)
 		}
 		res.Sharing = sh
+		s.nameBesideLocked(i)
+		if res.Verdict() == report.Skipped {
+			for j := range s.beside[i] {
+				s.nameBesideLocked(j)
+			}
+		}
 	}
-	s.results[i] = res
 	if s.o.Done != nil {
 		s.o.Done(i, res)
+	}
+}
+
+// nameBesideLocked names what ran beside job i in its result, once final.
+func (s *schedule) nameBesideLocked(i int) {
+	if res := s.results[i]; res != nil && res.Sharing != nil {
+		res.Sharing.Beside = s.namesLocked(i)
 	}
 }
 
