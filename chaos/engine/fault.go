@@ -103,10 +103,13 @@ func (r *run) simulatedPodLoss(target chaosmesh.Pods) *chaosmesh.Experiment {
 	}
 }
 
-// nodeLossMissing is why a node-loss cannot run here, known before the
-// resource is made: an existing cluster, or one with no worker node.
+// nodeLossMissing is why a node-loss cannot run here, or "" when it can,
+// known before the resource is made: only the nodes of a kind cluster the
+// harness created are its to stop (envtest has no cluster, an existing
+// one's are not its own), and only a worker node's. runOnce asks it of
+// each node-loss scenario, so that nodeLoss need not.
 func (e *Engine) nodeLossMissing(ctx context.Context) (string, error) {
-	if e.Cluster == nil || e.Cluster.Existing {
+	if e.host != nil || e.Cluster == nil || e.Cluster.Existing {
 		return nodeLossNeedsKind, nil
 	}
 	nodes := &corev1.NodeList{}
@@ -122,18 +125,15 @@ func (e *Engine) nodeLossMissing(ctx context.Context) (string, error) {
 }
 
 const (
-	nodeLossNeedsKind = "node-loss stops a kind node's container: it needs a kind cluster the harness created, not an existing cluster"
+	nodeLossNeedsKind = "node-loss stops a kind node's container: it needs a kind cluster the harness created (not envtest, not an existing cluster)"
 	controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 )
 
 // nodeLoss stops the nodes the target pods run on for the hold, then
-// starts them again. Only the nodes of a kind cluster the harness made are
-// its to stop, and never a control plane (the API server would go too):
-// on the single-node cluster the scenario is skipped.
+// starts them again, on a kind cluster the harness made (nodeLossMissing
+// said so before the run began). It never stops a control plane (the API
+// server would go too): a target pod there skips the scenario.
 func (r *run) nodeLoss(ctx context.Context, target chaosmesh.Pods) (*chaosmesh.Experiment, error) {
-	if r.e.Cluster == nil || r.e.Cluster.Existing {
-		return nil, chaosmesh.Skip(nodeLossNeedsKind)
-	}
 	var nodes []string
 	for _, name := range target.Names {
 		var p corev1.Pod

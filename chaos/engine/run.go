@@ -136,7 +136,7 @@ func (e *Engine) runOnce(ctx context.Context, s *scenario.Scenario, seed uint64,
 		res: &report.Result{Run: &report.Run{Scenario: name, Seed: seed}, Description: s.Metadata.Description, Artifacts: filepath.Join(artifacts, name)}}
 	defer func() { r.res.Took = time.Since(start) }()
 	why := e.Runner.Missing(ctx, needs(s.Spec.Fault.Action))
-	if why == "" && s.Spec.Fault.Action == scenario.ActionNodeLoss && e.host == nil {
+	if why == "" && s.Spec.Fault.Action == scenario.ActionNodeLoss {
 		var err error
 		if why, err = e.nodeLossMissing(ctx); err != nil {
 			return r.fail("%v", err), nil
