@@ -215,6 +215,8 @@ func TestCommandResult(t *testing.T) {
 	g.Expect(lastLine(strings.Repeat("x", 200), 10)).To(Equal("xxxxxxxxxx…"))
 	g.Expect(lastLine("", 10)).To(BeEmpty())
 	g.Expect(firstLine("bash -c n=0\nwhile true", 60)).To(Equal("bash -c n=0 …"))
+	g.Expect(firstLine("bash -c n=0\nwhile true", 13)).To(Equal("bash -c n=0 …"), "13 characters, 15 bytes: the marker is not cut in two")
+	g.Expect(cut("naïve…x", 6)).To(Equal("naïve……"))
 }
 
 func TestRecoveredAt(t *testing.T) {

@@ -269,9 +269,11 @@ func firstLine(s string, n int) string {
 	return cut(first, n)
 }
 
+// cut keeps the first n characters of s (runes, not bytes: a cut inside
+// one would print as escapes).
 func cut(s string, n int) string {
-	if n > 0 && len(s) > n {
-		return s[:n] + "…"
+	if r := []rune(s); n > 0 && len(r) > n {
+		return string(r[:n]) + "…"
 	}
 	return s
 }
