@@ -128,7 +128,7 @@ func (r *run) waitConverged(ctx context.Context) error {
 		for i, p := range progs {
 			ok, err := p.eval(u.Object)
 			if err != nil || !ok {
-				last = fmt.Sprintf("converged[%d] %q is %v (%v); status %s", i, p.src, ok, err, statusOf(u))
+				last = unmet(i, p.src, err, statusOf(u))
 				if cond := r.refusedIn(u); cond != "" {
 					return false, "", fmt.Errorf("not converged: the operator refused the spec in its %s", cond)
 				}
@@ -191,4 +191,13 @@ func (r *run) podsNotMade(ctx context.Context, pods *corev1.PodList) (string, er
 		}
 	}
 	return "", nil
+}
+
+// unmet says which converged expression stops the wait, and the status it
+// was judged on: false, or not evaluable (a field it reads is missing).
+func unmet(i int, src string, err error, status string) string {
+	if err != nil {
+		return fmt.Sprintf("converged[%d] %q cannot be evaluated: %v; status %s", i, src, err, status)
+	}
+	return fmt.Sprintf("converged[%d] %q is false; status %s", i, src, status)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -38,4 +39,14 @@ func TestPodsNotMade(t *testing.T) {
 	missing, err = r.podsNotMade(t.Context(), &corev1.PodList{Items: []corev1.Pod{pod("zk-0"), pod("zk-1")}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(missing).To(BeEmpty())
+}
+
+// A wait that gives up names the expression that stopped it, and says
+// whether it was false or could not be evaluated.
+func TestUnmet(t *testing.T) {
+	g := NewWithT(t)
+	status := `{"state":"Ready"}`
+	g.Expect(unmet(1, "self.status.ready == 3", nil, status)).To(Equal(`converged[1] "self.status.ready == 3" is false; status {"state":"Ready"}`))
+	g.Expect(unmet(0, "self.status.ready == 3", errors.New("no such key: ready"), status)).To(
+		Equal(`converged[0] "self.status.ready == 3" cannot be evaluated: no such key: ready; status {"state":"Ready"}`))
 }
