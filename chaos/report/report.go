@@ -241,6 +241,45 @@ func FormatDuration(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
+// reportsConditions is whether some scenario's resource had a Degraded or
+// an Available condition.
+func (r *Report) reportsConditions() bool {
+	for _, res := range r.Results {
+		if res.hasCondition("Degraded") || res.hasCondition("Available") {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCondition is whether the resource had the condition type at some
+// moment of the run's timeline.
+func (res *Result) hasCondition(typ string) bool {
+	for _, s := range res.Timeline {
+		if s.Status(typ) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// conditionFigure is a time to a condition's status, "—" when the
+// resource never had that condition (or the run ended before the timeline
+// was read).
+func (res *Result) conditionFigure(typ string, d time.Duration) string {
+	if !res.hasCondition(typ) {
+		return "—"
+	}
+	return FormatDuration(d)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Summary is a Markdown table of the figures, one row per scenario, then
 // every violation and skip reason.
 func (r *Report) Summary() string {
@@ -253,21 +292,34 @@ func (r *Report) Summary() string {
 		}
 		return b.String()
 	}
-	b.WriteString("| scenario | verdict | fault | to Degraded | Degraded clears | to Available | writes resume | longest write gap | ops during fault / fault-free | ops checked | writes lost | linearizable |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	// The conventional conditions' columns, only where some resource of
+	// the run reports Degraded or Available: an operator whose resource has
+	// other conditions, or none, is not measured against ours.
+	conds := r.reportsConditions()
+	b.WriteString("| scenario | verdict | fault |")
+	if conds {
+		b.WriteString(" to Degraded | Degraded clears | to Available |")
+	}
+	b.WriteString(" writes resume | longest write gap | ops during fault / fault-free | ops checked | writes lost | linearizable |\n")
+	b.WriteString(strings.Repeat("|---", 9+3*btoi(conds)) + "|\n")
 	for _, res := range r.Results {
 		f := res.Figures
+		cells := []string{res.Scenario, string(res.Verdict()), res.Experiment}
 		if res.Verdict() == Skipped {
-			fmt.Fprintf(&b, "| %s | skipped | %s | | | | | | | | | |\n", res.Scenario, res.Experiment)
+			fmt.Fprintf(&b, "| %s |%s\n", strings.Join(cells, " | "), strings.Repeat(" |", 6+3*btoi(conds)))
 			continue
 		}
-		ledger := "| — | — | — | — | — | — |" // no write ledger: the scenario is judged on conditions and metrics
-		if f.Linearizable != "" {
-			ledger = fmt.Sprintf("| %s | %s | %s | %d | %d | %s |", FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap),
-				f.FaultShare(), f.Operations, f.WritesLost, f.Linearizable)
+		if conds {
+			cells = append(cells, res.conditionFigure("Degraded", f.TimeToDegraded), res.conditionFigure("Degraded", f.DegradedClears),
+				res.conditionFigure("Available", f.TimeToAvailable))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s %s\n", res.Scenario, res.Verdict(), res.Experiment,
-			FormatDuration(f.TimeToDegraded), FormatDuration(f.DegradedClears), FormatDuration(f.TimeToAvailable), ledger)
+		if f.Linearizable != "" {
+			cells = append(cells, FormatDuration(f.WritesResumeAfter), FormatDuration(f.LongestWriteGap),
+				f.FaultShare(), fmt.Sprint(f.Operations), fmt.Sprint(f.WritesLost), f.Linearizable)
+		} else { // no write ledger: the scenario is judged on conditions and metrics
+			cells = append(cells, "—", "—", "—", "—", "—", "—")
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	for _, res := range r.Results {
 		switch res.Verdict() {

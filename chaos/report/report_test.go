@@ -54,12 +54,13 @@ func TestChecks(t *testing.T) {
 func TestReport(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
+	conditions := []Sample{{Conditions: map[string]string{"Available": "True/Ready", "Degraded": "False/Healthy"}}}
 	rep := &Report{Seed: 42, Started: time.Now(), Results: []*Result{
 		{Run: &Run{Scenario: "ok", Seed: 1, Experiment: "PodChaos/pod-kill"}, Figures: Figures{Operations: 900, Linearizable: "Ok", TimeToDegraded: time.Second, DegradedClears: 2500 * time.Millisecond, TimeToAvailable: -1,
-			OpsDuringFault: 1450, FaultFreeOps: 1600}},
+			OpsDuringFault: 1450, FaultFreeOps: 1600}, Timeline: conditions},
 		{Run: &Run{Scenario: "bad", Seed: 2}, Violations: []string{"3 acknowledged writes lost"}, Artifacts: "x/bad"},
 		{Run: &Run{Scenario: "netem", Skipped: "the node kernel lacks netem"}},
-		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, DegradedClears: -1, TimeToAvailable: 0}},
+		{Run: &Run{Scenario: "no-ledger", Seed: 3, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, DegradedClears: -1, TimeToAvailable: 0}, Timeline: conditions},
 		{Run: &Run{Scenario: "explore-9", Seed: 4, Errors: []string{"the kill never happened"}}, Unjudged: "the fault never fired"},
 	}}
 	g.Expect(rep.Failed()).To(BeTrue())
@@ -68,6 +69,7 @@ func TestReport(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(sum)).To(And(ContainSubstring("| ok | passed | PodChaos/pod-kill | 1s | 2.5s | never | 0s | 0s | 1450 / 1600 (91%) | 900 | 0 | Ok |"),
 		ContainSubstring("| no-ledger | passed | PodChaos/pod-kill | never | never | 0s | — | — | — | — | — | — |"),
+		ContainSubstring("| bad | failed |  | — | — | — | — |"), // ended before its timeline was read
 		ContainSubstring("**bad failed** (replay with seed 2"), ContainSubstring("**netem skipped:** the node kernel lacks netem"),
 		ContainSubstring("| explore-9 | unjudged |"), ContainSubstring("**explore-9 not judged:** the fault never fired")))
 	raw, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
@@ -81,6 +83,22 @@ func TestReport(t *testing.T) {
 	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Count(string(js), `"scenario"`)).To(Equal(5))
+}
+
+// A run whose resources report neither Degraded nor Available (an
+// operator with other conditions, or none) has no columns for them.
+func TestSummaryWithoutConventionalConditions(t *testing.T) {
+	g := NewWithT(t)
+	rep := &Report{Seed: 1, Started: time.Now(), Results: []*Result{
+		{Run: &Run{Scenario: "master-pod-kill", Seed: 1, Experiment: "PodChaos/pod-kill"}, Figures: Figures{TimeToDegraded: -1, DegradedClears: -1, TimeToAvailable: -1},
+			Timeline: []Sample{{Conditions: map[string]string{}}}},
+		{Run: &Run{Scenario: "netem", Skipped: "the node kernel lacks netem"}},
+	}}
+	sum := rep.Summary()
+	g.Expect(sum).NotTo(ContainSubstring("Degraded"))
+	g.Expect(sum).To(ContainSubstring("| scenario | verdict | fault | writes resume |"))
+	g.Expect(sum).To(ContainSubstring("| master-pod-kill | passed | PodChaos/pod-kill | — | — | — | — | — | — |\n"))
+	g.Expect(sum).To(ContainSubstring("| netem | skipped |  | | | | | | |\n"))
 }
 
 func TestFaultShare(t *testing.T) {
