@@ -371,6 +371,11 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 	if err != nil {
 		return err
 	}
+	unlock, err := lockReport(ro.Artifacts)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	prog.Printf("seed %d (replay with --seed %d); %d scenarios of %s; report in %s", ro.Seed, ro.Seed, len(ro.Only), f.loaded.OperatorFile, ro.Artifacts)
 
 	f.overrides = map[string]string{}
