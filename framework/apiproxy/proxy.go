@@ -296,7 +296,9 @@ type exchangeKey struct{}
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{ctx: r.Context(), start: time.Now(), info: parseRequest(r), query: r.URL.Query()}
-	if x.info.Resource != "" {
+	// A request that switches protocols (exec, attach, port-forward)
+	// carries a stream, not an object: its headers go on as they came.
+	if x.info.Resource != "" && r.Header.Get("Upgrade") == "" {
 		x.accept, x.json = negotiate(r.Header.Get("Accept"))
 		if x.info.Verb == "watch" || p.labelRules.Load() > 0 {
 			x.view = p.viewLabels(r, x.info)
@@ -382,7 +384,11 @@ func rewrite(r *httputil.ProxyRequest, u *url.URL) {
 	r.SetURL(u)
 	r.Out.Host = u.Host
 	if x, ok := r.In.Context().Value(exchangeKey{}).(*exchange); ok && x.json {
-		r.Out.Header.Set("Accept", x.accept)
+		// No Accept stays none: the API server answers objects as JSON
+		// then, and would refuse a JSON-only ask for what is not an object.
+		if r.In.Header.Get("Accept") != "" {
+			r.Out.Header.Set("Accept", x.accept)
+		}
 		// The transport asks for gzip itself and inflates what it gets.
 		r.Out.Header.Del("Accept-Encoding")
 	}

@@ -31,8 +31,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.accepts = append(f.accepts, r.Header.Get("Accept"))
 	value := f.value
 	f.mu.Unlock()
-	ct := "application/json"
-	if !strings.Contains(r.Header.Get("Accept"), "json") {
+	ct := "application/json" // also for no Accept, as the API server answers
+	if a := r.Header.Get("Accept"); a != "" && !strings.Contains(a, "json") {
 		ct = "application/vnd.kubernetes.protobuf"
 	}
 	w.Header().Set("Content-Type", ct)
@@ -342,6 +342,8 @@ func TestAcceptAskedUpstream(t *testing.T) {
 	g.Expect(f.lastAccept()).To(Equal("application/json"))
 	do(t, c, "GET", base+"/version", "application/vnd.kubernetes.protobuf, */*")
 	g.Expect(f.lastAccept()).To(Equal("application/vnd.kubernetes.protobuf, */*"), "not a resource: untouched")
+	do(t, c, "GET", base+"/api/v1/namespaces/db/configmaps/a", "")
+	g.Expect(f.lastAccept()).To(BeEmpty(), "no Accept stays none")
 }
 
 func TestBeforeWriteSeesWritesFirst(t *testing.T) {

@@ -15,13 +15,20 @@ import (
 )
 
 // A request that switches protocols (an exec over SPDY) goes through the
-// proxy to an API server that also speaks HTTP/2, and the stream it
-// opens carries bytes both ways.
+// proxy to an API server that also speaks HTTP/2, with no Accept the
+// client did not send (client-go's SPDY executor sends none, and the API
+// server refuses a command's stream asked for as JSON with 406), and the
+// stream it opens carries bytes both ways.
 func TestUpgradeGoesThrough(t *testing.T) {
 	g := NewWithT(t)
 	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "SPDY/3.1" {
 			http.Error(w, "upgrade expected", http.StatusBadRequest)
+			return
+		}
+		if a := r.Header.Get("Accept"); a != "" {
+			// As the API server does for a command's stream asked for as JSON.
+			http.Error(w, "Not Acceptable: "+a, http.StatusNotAcceptable)
 			return
 		}
 		conn, rw, err := http.NewResponseController(w).Hijack()
