@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -83,18 +85,31 @@ func (r *run) judge(ctx context.Context, tl *timeline.Timeline, ledger *workload
 	if r.budget != nil {
 		r.res.Checks = append(r.res.Checks, r.budget.check())
 	}
+	// The data is read back while the operator is watched for stillness:
+	// neither writes what the other reads. The data's checks come first in
+	// the report, as they are listed.
+	type dataChecks struct {
+		checks []report.Check
+		err    error
+	}
+	data := make(chan dataChecks, 1)
 	if ledger != nil {
-		t0 := time.Now()
-		if err := r.workloadChecks(ctx, ledger); err != nil {
-			return err
-		}
-		r.e.logf("%s: the data checked in %s (%d operations)", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond), len(ledger.Ops))
+		go func() {
+			t0 := time.Now()
+			checks, err := r.workloadChecks(ctx, ledger)
+			r.e.logf("%s: the data checked in %s (%d operations)", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond), len(ledger.Ops))
+			data <- dataChecks{checks, err}
+		}()
+	} else {
+		data <- dataChecks{}
 	}
 	t0 := time.Now()
-	defer func() {
-		r.e.logf("%s: the operator checked in %s", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond))
-	}()
-	return r.operatorChecks(ctx, before)
+	n := len(r.res.Checks)
+	err := r.operatorChecks(ctx, before)
+	r.e.logf("%s: the operator checked in %s", r.s.Metadata.Name, time.Since(t0).Round(time.Millisecond))
+	d := <-data
+	r.res.Checks = slices.Insert(r.res.Checks, n, d.checks...)
+	return errors.Join(d.err, err)
 }
 
 // conditionFigures records the conventional conditions' figures, for the

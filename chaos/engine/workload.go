@@ -138,8 +138,12 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 	return load, nil
 }
 
-// workloadChecks verifies the data and bounds the workload's figures.
-func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error {
+// workloadChecks verifies the data and bounds the workload's figures. It
+// runs beside the operator's checks (judge), so it returns its checks
+// rather than adding them to the result, and of the figures it writes only
+// the workload's.
+func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) ([]report.Check, error) {
+	var out []report.Check
 	f := &r.res.Figures
 	counts := ledger.Counts()
 	f.AckedWrites, f.AmbiguousWrites = counts.AckedWrites, counts.AmbiguousWrites
@@ -147,24 +151,24 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 	_, lost, err := ledger.VerifyDurability(vctx, r.kv)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("reading back the acknowledged writes: %w", err)
+		return nil, fmt.Errorf("reading back the acknowledged writes: %w", err)
 	}
 	f.WritesLost = len(lost)
 	c := report.Check{Kind: "workload", Name: "acknowledged writes lost", Value: fmt.Sprint(len(lost)), Budget: "0"}
 	if len(lost) > 0 {
 		c.Violation = fmt.Sprintf("%d acknowledged writes lost, the first %s=%s (revision %d): %s", len(lost), lost[0].Op.Key, lost[0].Op.Value, lost[0].Op.Revision, lost[0].Reason)
 	}
-	r.res.Checks = append(r.res.Checks, c)
+	out = append(out, c)
 	lin, err := ledger.CheckLinearizable(linearizabilityBudget, r.res.Artifacts)
 	if err != nil {
-		return fmt.Errorf("checking linearizability: %w", err)
+		return nil, fmt.Errorf("checking linearizability: %w", err)
 	}
 	f.Linearizable, f.Operations = string(lin.Result), lin.Operations
 	c = report.Check{Kind: "workload", Name: "history linearizable", Value: f.Linearizable, Budget: "Ok"}
 	if f.Linearizable != "Ok" {
 		c.Violation = "history not proven linearizable: " + f.Linearizable
 	}
-	r.res.Checks = append(r.res.Checks, c)
+	out = append(out, c)
 
 	ph := r.res.Phases
 	f.OpsDuringFault = ledger.Acknowledged(ph.Injected.Sub(ledger.Start), ph.Healed.Sub(ledger.Start))
@@ -180,14 +184,14 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 	}
 	wa := r.s.Spec.Assertions.Workload
 	if wa == nil {
-		return nil
+		return out, nil
 	}
 	if wa.WritesResumeWithin.Duration > 0 {
 		c := report.Check{Kind: "workload", Name: "writes resume after the fault", Value: report.FormatDuration(f.WritesResumeAfter), Budget: "≤ " + wa.WritesResumeWithin.Duration.String()}
 		if f.WritesResumeAfter > wa.WritesResumeWithin.Duration {
 			c.Violation = fmt.Sprintf("writes resumed %s after the fault, over the budget of %s", report.FormatDuration(f.WritesResumeAfter), wa.WritesResumeWithin.Duration)
 		}
-		r.res.Checks = append(r.res.Checks, c)
+		out = append(out, c)
 	}
 	if share := wa.MinFaultFreeShare; share != nil {
 		c := report.Check{Kind: "workload", Name: "operations during the fault, against a fault-free stretch as long",
@@ -199,16 +203,16 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) error
 			c.Violation = fmt.Sprintf("%d operations acknowledged during the fault, %.0f%% of the %d a fault-free stretch as long gives (at least %.0f%% needed)",
 				f.OpsDuringFault, 100*float64(f.OpsDuringFault)/float64(f.FaultFreeOps), f.FaultFreeOps, *share*100)
 		}
-		r.res.Checks = append(r.res.Checks, c)
+		out = append(out, c)
 	}
 	if wa.MinOperations > 0 {
 		c := report.Check{Kind: "workload", Name: "operations checked", Value: fmt.Sprint(f.Operations), Budget: fmt.Sprintf("≥ %d", wa.MinOperations)}
 		if f.Operations < wa.MinOperations {
 			c.Violation = fmt.Sprintf("only %d operations checked (at least %d needed)", f.Operations, wa.MinOperations)
 		}
-		r.res.Checks = append(r.res.Checks, c)
+		out = append(out, c)
 	}
-	return nil
+	return out, nil
 }
 
 // commandResult is how the workload command ended: where it ran, the
