@@ -273,13 +273,6 @@ func (res *Result) conditionFigure(typ string, d time.Duration) string {
 	return FormatDuration(d)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // Summary is a Markdown table of the figures, one row per scenario, then
 // every violation and skip reason.
 func (r *Report) Summary() string {
@@ -296,17 +289,24 @@ func (r *Report) Summary() string {
 	// the run reports Degraded or Available: an operator whose resource has
 	// other conditions, or none, is not measured against ours.
 	conds := r.reportsConditions()
-	b.WriteString("| scenario | verdict | fault |")
+	header := []string{"scenario", "verdict", "fault"}
 	if conds {
-		b.WriteString(" to Degraded | Degraded clears | to Available |")
+		header = append(header, "to Degraded", "Degraded clears", "to Available")
 	}
-	b.WriteString(" writes resume | longest write gap | ops during fault / fault-free | ops checked | writes lost | linearizable |\n")
-	b.WriteString(strings.Repeat("|---", 9+3*btoi(conds)) + "|\n")
+	header = append(header, "writes resume", "longest write gap", "ops during fault / fault-free", "ops checked", "writes lost", "linearizable")
+	row := func(cells []string) {
+		for len(cells) < len(header) { // a skipped scenario has no figures
+			cells = append(cells, "")
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	row(header)
+	b.WriteString(strings.Repeat("|---", len(header)) + "|\n")
 	for _, res := range r.Results {
 		f := res.Figures
 		cells := []string{res.Scenario, string(res.Verdict()), res.Experiment}
 		if res.Verdict() == Skipped {
-			fmt.Fprintf(&b, "| %s |%s\n", strings.Join(cells, " | "), strings.Repeat(" |", 6+3*btoi(conds)))
+			row(cells)
 			continue
 		}
 		if conds {
@@ -319,7 +319,7 @@ func (r *Report) Summary() string {
 		} else { // no write ledger: the scenario is judged on conditions and metrics
 			cells = append(cells, "—", "—", "—", "—", "—", "—")
 		}
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+		row(cells)
 	}
 	for _, res := range r.Results {
 		switch res.Verdict() {
