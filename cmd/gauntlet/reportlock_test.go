@@ -37,3 +37,28 @@ func TestReportFolderLeftByAKilledRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	unlock()
 }
+
+// A run that opened the lock file just before its holder released it
+// (removed it) holds a file no longer at the path once it gets the flock:
+// it must not count that as the folder's lock, or it and a third run that
+// makes a new file would both hold "the" lock.
+func TestReportLockOnARemovedFileClaimsNothing(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	unlock, err := lockReport(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, reportLockFile)
+	late, err := os.Open(path) // opened while the first run holds it
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = late.Close() }()
+	unlock()
+
+	third, err := lockReport(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer third()
+	g.Expect(stillAt(late, path)).To(BeFalse(), "the late opener's file was removed: a lock on it is no lock on the folder")
+	now, err := os.Open(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = now.Close() }()
+	g.Expect(stillAt(now, path)).To(BeTrue())
+}
