@@ -66,11 +66,13 @@ func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, erro
 		Done: func(i int, res *report.Result) {
 			e.logf("%s: %s in %s", jobs[i].Name, res.Verdict(), res.Took.Round(time.Second))
 			rep.Results = append(rep.Results, res)
+			rep.Took = time.Since(rep.Started)
 			if err := write(rep, o.Artifacts); err != nil && werr == nil {
 				werr = err
 			}
 		}})
 	rep.Results = slices.DeleteFunc(results, func(r *report.Result) bool { return r == nil })
+	rep.Took = time.Since(rep.Started)
 	switch {
 	case werr != nil:
 		return rep, werr

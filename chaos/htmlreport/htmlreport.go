@@ -46,8 +46,10 @@ type view struct {
 	// Refused are explore runs the operator refused, saying why;
 	// Unjudged those the campaign did not judge.
 	Refused, Unjudged int
-	Took              time.Duration
-	Scenarios         []scenarioView
+	// Took is the run's wall time (the sum of the scenarios' times in a
+	// report written before reports kept it).
+	Took      time.Duration
+	Scenarios []scenarioView
 }
 
 type scenarioView struct {
@@ -69,10 +71,12 @@ type link struct{ Text, Href string }
 // scenario's evidence (failure bundle, history, porcupine's visualisation)
 // are made relative to it, and only for what exists there.
 func Render(rep *report.Report, dir string) ([]byte, error) {
-	v := view{Report: rep}
+	v := view{Report: rep, Took: rep.Took}
 	for _, res := range rep.Results {
 		sv := scenarioView{Result: res, Verdict: res.Verdict(), Figures: &res.Figures, Over: map[string]bool{}}
-		v.Took += res.Took
+		if rep.Took == 0 {
+			v.Took += res.Took
+		}
 		switch sv.Verdict {
 		case report.Passed:
 			v.Passed++

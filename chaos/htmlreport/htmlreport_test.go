@@ -57,6 +57,7 @@ func TestRender(t *testing.T) {
 	slow.Sharing = &report.Sharing{Alone: "it failed beside others", Beside: []string{"leader-pod-kill"}, FirstAttempt: []string{"writes resumed after 12s"}}
 	rep := report.NewReport(42, "kind-gauntlet")
 	rep.Results = []*report.Result{ok, slow, {Run: &report.Run{Scenario: "netem-delay", Skipped: "the node kernel lacks netem"}}}
+	rep.Took = 3 * time.Minute // two scenarios of 2 minutes each, side by side
 
 	path, err := Write(rep, dir)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -68,6 +69,7 @@ func TestRender(t *testing.T) {
 	g.Expect(html).To(ContainSubstring("1 passed"))
 	g.Expect(html).To(ContainSubstring("1 failed"))
 	g.Expect(html).To(ContainSubstring("1 skipped"))
+	g.Expect(html).To(ContainSubstring("3 scenarios in 3m0s"), "the run's wall time, not the sum of its scenarios'")
 	g.Expect(html).To(ContainSubstring("the node kernel lacks netem"))
 	g.Expect(html).To(ContainSubstring("ran beside partition, netem-delay"))
 	g.Expect(html).To(ContainSubstring("ran alone: it failed beside others (first beside leader-pod-kill)"))

@@ -115,8 +115,12 @@ type Report struct {
 	Kind       string    `json:"kind"`
 	Seed       uint64    `json:"seed"`
 	Started    time.Time `json:"started"`
-	Cluster    string    `json:"cluster,omitempty"`
-	Results    []*Result `json:"results"`
+	// Took is the run's wall time, from Started to the end of its last
+	// scenario: scenarios run side by side overlap, and an attempt run
+	// again alone counts once, so it is not the sum of their times.
+	Took    time.Duration `json:"took,omitempty"`
+	Cluster string        `json:"cluster,omitempty"`
+	Results []*Result     `json:"results"`
 	// Campaign is set on the report of a `gauntlet explore` campaign,
 	// whose runs the results are.
 	Campaign *Campaign `json:"campaign,omitempty"`
