@@ -37,7 +37,12 @@ func (r *run) firstConverged(ctx context.Context) error {
 		defer func() { r.podGuard = nil }()
 	}
 	err := r.waitConverged(ctx)
-	if stuck := (*podstate.StuckError)(nil); errors.As(err, &stuck) && r.res.Artifacts != "" {
+	stuck := (*podstate.StuckError)(nil)
+	if !errors.As(err, &stuck) {
+		return err
+	}
+	r.res.NoRoom = stuck.NoRoom()
+	if r.res.Artifacts != "" {
 		path := filepath.Join(r.res.Artifacts, "pods-not-starting.txt")
 		if os.MkdirAll(r.res.Artifacts, 0o755) == nil && os.WriteFile(path, []byte(stuck.Evidence), 0o644) == nil {
 			return fmt.Errorf("%w\n(their state, log tails and events: %s)", err, path)

@@ -31,6 +31,11 @@ type Run struct {
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Errors are the violations found by the runner itself.
 	Errors []string `json:"errors,omitempty"`
+	// NoRoom is the scheduler's message when the resource's pods did not
+	// fit on the cluster's nodes at the start: work beside the run may
+	// have held what they ask for, so the run says nothing of the
+	// operator.
+	NoRoom string `json:"noRoom,omitempty"`
 }
 
 // Failed tells whether the runner found a violation.

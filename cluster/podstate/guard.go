@@ -61,3 +61,22 @@ func (e *StuckError) Error() string {
 	}
 	return fmt.Sprintf("%s will not become ready by waiting:\n%s", e.What, strings.Join(lines, "\n"))
 }
+
+// NoRoom is the scheduler's message for the first pod that no node had the
+// resources for ("0/1 nodes are available: 1 Insufficient cpu."), or "".
+// Unlike the other problems it may be someone else's doing: pods of other
+// work on the cluster hold what this one asks for, and once they are gone
+// the pod fits.
+func (e *StuckError) NoRoom() string {
+	for _, p := range e.Problems {
+		if p.Reason == corev1.PodReasonUnschedulable && strings.Contains(p.Message, insufficient) {
+			return p.Message
+		}
+	}
+	return ""
+}
+
+// insufficient starts the scheduler's NodeResourcesFit reason for a node
+// short of a resource the pod requests ("Insufficient cpu", "Insufficient
+// memory", "Insufficient example.com/gpu").
+const insufficient = "Insufficient "

@@ -184,3 +184,23 @@ func TestWatcherAddsUpAlternatingReasons(t *testing.T) {
 	}
 	g.Expect(w.Stuck([]corev1.Pod{pod("a", waiting("ImagePullBackOff", "", 0))}, nil)).To(HaveLen(1), "15 s of one pull failing")
 }
+
+// A pod no node has the resources for says the cluster had no room, which
+// other work on it may free; a pod no node accepts for another reason (a
+// taint, a selector) and every other problem do not.
+func TestNoRoom(t *testing.T) {
+	g := NewWithT(t)
+	unschedulable := func(msg string) Lasting {
+		p := pod("db-0", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+		})
+		return Lasting{Problem: *Of(&p), For: StuckAfter}
+	}
+	crash := pod("db-1", waiting("CrashLoopBackOff", "back-off 10s", 3))
+	crashing := Lasting{Problem: *Of(&crash), For: StuckAfter}
+	full := "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+
+	g.Expect((&StuckError{Problems: []Lasting{crashing, unschedulable(full)}}).NoRoom()).To(Equal(full))
+	g.Expect((&StuckError{Problems: []Lasting{unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {gauntlet.dev/lost: }.")}}).NoRoom()).To(BeEmpty())
+	g.Expect((&StuckError{Problems: []Lasting{crashing}}).NoRoom()).To(BeEmpty())
+}
