@@ -86,9 +86,12 @@ type schedule struct {
 // pool runs jobs, Workers at a time (one when Workers is less), and
 // finishes each as it ends, but for a failed attempt when others may have
 // run beside it: it records those and returns them, in the jobs' order,
-// for Run to judge.
+// for Run to judge. Once an attempt fails because the cluster had no room
+// for its pods, the jobs not yet started run one at a time: started
+// beside others they would fail the same way, each then run again alone.
 func (s *schedule) pool(ctx context.Context, jobs []int) []int {
 	work := make(chan int)
+	gate := newGate(max(s.o.Workers, 1))
 	var failed []int
 	var wg sync.WaitGroup
 	for range max(s.o.Workers, 1) {
@@ -96,10 +99,15 @@ func (s *schedule) pool(ctx context.Context, jobs []int) []int {
 		go func() {
 			defer wg.Done()
 			for i := range work {
+				gate.enter()
 				res := s.attempt(ctx, i, false)
+				gate.leave()
 				if res.Verdict() != report.Failed || s.o.Workers <= 1 { // one at a time, nothing ran beside
 					s.finish(i, res, nil)
 					continue
+				}
+				if res.NoRoom != "" && gate.narrow() {
+					s.logf("the cluster had no room for %s's pods beside others (%s): the scenarios not yet started run one at a time", s.jobs[i].Name, res.NoRoom)
 				}
 				s.mu.Lock()
 				s.results[i] = res
@@ -118,6 +126,45 @@ func (s *schedule) pool(ctx context.Context, jobs []int) []int {
 	wg.Wait()
 	slices.Sort(failed)
 	return failed
+}
+
+// gate bounds how many attempts run at once; narrow lowers the bound to
+// one, for the attempts that enter after it.
+type gate struct {
+	mu        sync.Mutex
+	free      *sync.Cond
+	limit, in int
+}
+
+func newGate(limit int) *gate {
+	g := &gate{limit: limit}
+	g.free = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gate) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.in >= g.limit {
+		g.free.Wait()
+	}
+	g.in++
+}
+
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.in--
+	g.free.Broadcast()
+}
+
+// narrow lowers the bound to one; it reports whether that changed it.
+func (g *gate) narrow() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.limit
+	g.limit = 1
+	return was > 1
 }
 
 // attempt runs job i, recording what runs beside it meanwhile.

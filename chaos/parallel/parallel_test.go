@@ -2,6 +2,7 @@ package parallel
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +168,70 @@ func TestASkippedJobRanBesideNothing(t *testing.T) {
 	g.Expect(res[1].Verdict()).To(Equal(report.Skipped))
 	g.Expect(res[0].Sharing.Beside).To(Equal([]string{"b"}), "a scenario skipped before it made anything is not named beside another")
 	g.Expect(res[2].Sharing.Beside).To(Equal([]string{"a"}))
+}
+
+// Once an attempt fails because the cluster had no room for its pods, the
+// jobs not yet started run one at a time, each with nothing beside it;
+// the crowded attempt runs again alone, as any failure beside others.
+func TestNoRoomNarrowsToOneAtATime(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	names := []string{"big", "b", "c", "d", "e"}
+	var (
+		mu       sync.Mutex
+		changed  = sync.NewCond(&mu)
+		active   int
+		started  int
+		bigDone  bool
+		besideAt = map[string]int{} // by job, how many others ran as it began (its last attempt)
+		order    []string
+		logged   []string
+	)
+	run := func(ctx context.Context, i int, alone bool) *report.Result {
+		name := names[i]
+		mu.Lock()
+		defer mu.Unlock()
+		besideAt[name] = active
+		active++
+		started++
+		order = append(order, name)
+		changed.Broadcast()
+		res := &report.Result{Run: &report.Run{Scenario: name}}
+		switch {
+		case name == "big" && !alone: // fails once b and c run beside it
+			for started < 3 && ctx.Err() == nil {
+				changed.Wait()
+			}
+			res.NoRoom = "0/1 nodes are available: 1 Insufficient cpu."
+			res.Errors = []string{"the pods of RedisCluster big will not become ready by waiting"}
+			bigDone = true
+		case name == "b" || name == "c": // run on a while after big has failed beside them
+			for !bigDone && ctx.Err() == nil {
+				changed.Wait()
+			}
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond) // time enough for a free worker to start d, were it let
+			mu.Lock()
+		}
+		active--
+		changed.Broadcast()
+		return res
+	}
+	jobs := make([]Job, len(names))
+	for i, n := range names {
+		jobs[i] = Job{Name: n}
+	}
+	res := Run(ctx, jobs, Options{Workers: 3, Run: run, Log: func(format string, args ...any) {
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}})
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the run ended by its deadline; started: %v", order)
+	g.Expect(order).To(HaveLen(6), "big twice, the others once: %v", order)
+	g.Expect(order[len(order)-1]).To(Equal("big"), "the crowded attempt runs again alone, last")
+	g.Expect(besideAt).To(HaveKeyWithValue("d", 0), "d started after the narrowing, with nothing beside it")
+	g.Expect(besideAt).To(HaveKeyWithValue("e", 0))
+	g.Expect(besideAt).To(HaveKeyWithValue("big", 0))
+	g.Expect(res[0].Verdict()).To(Equal(report.Passed))
+	g.Expect(res[0].Sharing.FirstAttempt).To(ConsistOf(ContainSubstring("will not become ready")))
+	g.Expect(logged).To(ContainElement(Equal("the cluster had no room for big's pods beside others (0/1 nodes are available: 1 Insufficient cpu.): the scenarios not yet started run one at a time")))
 }
