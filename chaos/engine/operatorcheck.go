@@ -244,19 +244,19 @@ func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, befo
 	return c, nil
 }
 
-// ownedVersions maps the objects the resource controls, of the kinds the
-// end state compares (compare.ChildResources), to their resourceVersions. Jobs and
-// CronJobs are left out: their controllers write their status as they run
-// and on each schedule, whatever the operator does.
-func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
+// ownedWritten maps the objects the resource controls, of the kinds the
+// end state compares (compare.ChildResources), to what the operator writes
+// of them (compare.Written). Jobs and CronJobs are left out: Jobs come and
+// go as they run and on each schedule, whatever the operator does.
+func (r *run) ownedWritten(ctx context.Context) (map[string]map[string]any, error) {
 	children, err := compare.List(ctx, r.e.Dynamic, r.ns, settled...)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := map[string]map[string]any{}
 	children.Each(func(_ schema.GroupVersionResource, key string, o *unstructured.Unstructured) {
 		if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == r.obj.GetUID() {
-			out[key] = o.GetResourceVersion()
+			out[key] = compare.Written(o)
 		}
 	})
 	return out, nil
@@ -266,9 +266,12 @@ func (r *run) ownedVersions(ctx context.Context) (map[string]string, error) {
 // operator has: all but Jobs and CronJobs.
 var settled = slices.DeleteFunc(slices.Clone(compare.ChildResources), func(gvr schema.GroupVersionResource) bool { return gvr.Group == "batch" })
 
-// unstable returns the owned objects whose resourceVersion changed over d.
+// unstable returns the owned objects that what the operator writes
+// (compare.Written) changed in over d, each with the paths that changed;
+// a status that Kubernetes' controllers update is not the operator still
+// at work.
 func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {
-	before, err := r.ownedVersions(ctx)
+	before, err := r.ownedWritten(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -277,18 +280,34 @@ func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {
 		return nil, ctx.Err()
 	case <-time.After(d):
 	}
-	after, err := r.ownedVersions(ctx)
+	after, err := r.ownedWritten(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var changed []string
 	for k, v := range after {
-		if before[k] != v {
-			changed = append(changed, fmt.Sprintf("%s (resourceVersion %s -> %s)", k, before[k], v))
+		was, ok := before[k]
+		if !ok {
+			changed = append(changed, k+" (made)")
+			continue
+		}
+		if paths := compare.Changed(was, v); len(paths) > 0 {
+			changed = append(changed, fmt.Sprintf("%s (%s)", k, strings.Join(firstFew(paths, shownPaths), ", ")))
 		}
 	}
 	slices.Sort(changed)
 	return changed, nil
+}
+
+// shownPaths is how many changed paths an unstable object's line names.
+const shownPaths = 3
+
+// firstFew is the first n of list, with how many more there are.
+func firstFew(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(slices.Clone(list[:n]), fmt.Sprintf("%d more", len(list)-n))
 }
 
 // metricSelector writes a metric and its labels the way PromQL does:

@@ -375,8 +375,10 @@ type Assertions struct {
 	// OperatorRestarts is how many operator restarts are allowed (default
 	// 0; the fault may kill it).
 	OperatorRestarts int `json:"operatorRestarts,omitempty"`
-	// StableFor is how long the resource's owned objects must keep their
-	// resourceVersions once converged (default 10s; 0s turns it off).
+	// StableFor is how long the resource's owned objects must keep what
+	// the operator writes of them (labels, annotations, owners, spec,
+	// data; not the status Kubernetes' controllers keep) once converged
+	// (default 10s; 0s turns it off).
 	StableFor *metav1.Duration `json:"stableFor,omitempty"`
 	// Workload bounds the workload's figures.
 	Workload *WorkloadAssertions `json:"workload,omitempty"`

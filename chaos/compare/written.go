@@ -1,0 +1,43 @@
+package compare
+
+import (
+	"reflect"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Written is what an operator writes to a child, to tell whether it went
+// on writing once converged: desired's fields (labels, annotations, owners,
+// spec, data), but a Secret's values too, which within one run change only
+// when rewritten. A child's status and its resourceVersion are left out:
+// Kubernetes' own controllers write those (a StatefulSet's ready count as
+// its pods restart), not the operator.
+func Written(u *unstructured.Unstructured) map[string]any {
+	out := desired(u)
+	if u.GetKind() == "Secret" {
+		if data, ok, _ := unstructured.NestedMap(u.Object, "data"); ok {
+			out["data"] = data
+		}
+	}
+	return out
+}
+
+// Changed lists, sorted, the paths (as Flatten writes them) whose values
+// differ between two Written forms of one object.
+func Changed(before, after map[string]any) []string {
+	b, a := Flatten(before), Flatten(after)
+	var out []string
+	for path, v := range a {
+		if w, ok := b[path]; !ok || !reflect.DeepEqual(v, w) {
+			out = append(out, path)
+		}
+	}
+	for path := range b {
+		if _, ok := a[path]; !ok {
+			out = append(out, path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
