@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,35 @@ func AppendArgs(objs []*unstructured.Unstructured, image string, args ...string)
 			existing = append(existing, a)
 		}
 		c["args"] = existing
+	})
+}
+
+// SetEnv sets environment variables on the containers whose image is
+// image (ignoring its tag) in the workloads among objs: a variable the
+// container has gets the value in place, its valueFrom dropped; one it
+// lacks is added, in name order. It returns how many containers it
+// changed.
+func SetEnv(objs []*unstructured.Unstructured, image string, env map[string]string) int {
+	return editContainers(objs, []string{"containers"}, image, func(c map[string]any) {
+		existing, _ := c["env"].([]any)
+		set := map[string]bool{}
+		for i, e := range existing {
+			m, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			name, _ := m["name"].(string)
+			if v, ok := env[name]; ok {
+				existing[i] = map[string]any{"name": name, "value": v}
+				set[name] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(env)) {
+			if !set[name] {
+				existing = append(existing, map[string]any{"name": name, "value": env[name]})
+			}
+		}
+		c["env"] = existing
 	})
 }
 

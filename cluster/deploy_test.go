@@ -83,3 +83,26 @@ func TestWithNamespaces(t *testing.T) {
 	g.Expect(in).To(HaveLen(5), "the caller's list is left as it was")
 	g.Expect(withNamespaces(out)).To(HaveLen(6))
 }
+
+// A variable the manifests set (by value or from a field) takes the
+// Operator file's value in place; one they lack is added; other images'
+// containers keep theirs.
+func TestSetEnv(t *testing.T) {
+	g := NewWithT(t)
+	o := deployment()
+	c := containers(o, "containers")
+	c[0].(map[string]any)["env"] = []any{
+		map[string]any{"name": "WATCH_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
+		map[string]any{"name": "OPERATOR_NAME", "value": "op"},
+	}
+	_ = unstructured.SetNestedSlice(o.Object, c, "spec", "template", "spec", "containers")
+
+	g.Expect(SetEnv([]*unstructured.Unstructured{o}, "gauntlet.dev/operator:dev", map[string]string{"WATCH_NAMESPACE": "", "LOG_LEVEL": "debug"})).To(Equal(1))
+	g.Expect(containers(o, "containers")[0]).To(HaveKeyWithValue("env", []any{
+		map[string]any{"name": "WATCH_NAMESPACE", "value": ""},
+		map[string]any{"name": "OPERATOR_NAME", "value": "op"},
+		map[string]any{"name": "LOG_LEVEL", "value": "debug"},
+	}))
+	g.Expect(containers(o, "containers")[1]).NotTo(HaveKey("env"))
+	g.Expect(containers(o, "initContainers")[0]).NotTo(HaveKey("env"), "init containers keep theirs, as with args")
+}

@@ -344,7 +344,7 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	argsDone := len(e.operator.Args) == 0
+	argsDone := len(e.operator.Args) == 0 && len(e.operator.Env) == 0
 	for _, img := range e.operator.Images {
 		if img.Replaces == "" {
 			continue
@@ -357,12 +357,17 @@ func (e *Engine) deployOperator(ctx context.Context) error {
 			cluster.PullIfNotPresent(objs, name) // loaded into the nodes, in no registry
 		}
 		if !argsDone {
-			cluster.AppendArgs(objs, name, e.operator.Args...)
+			cluster.AppendArgs(objs, name, e.opVars.ExpandAll(e.operator.Args)...)
+			env := map[string]string{}
+			for k, v := range e.operator.Env {
+				env[k] = e.opVars.Expand(v)
+			}
+			cluster.SetEnv(objs, name, env)
 			argsDone = true
 		}
 	}
 	if !argsDone {
-		return errors.New("spec.args needs an image with replaces: the container to append them to")
+		return errors.New("spec.args and spec.env need an image with replaces: the container to set them on")
 	}
 	if e.view != nil {
 		if objs, err = e.rewire(objs); err != nil {

@@ -25,6 +25,12 @@ type OperatorSpec struct {
 	// Args are appended to the arguments of the container that runs the
 	// first image with replaces (a flag to try, a bug variant to catch).
 	Args []string `json:"args,omitempty"`
+	// Env sets environment variables on the same container: a variable
+	// its manifests set (by value or valueFrom) takes this value, one they
+	// lack is added. For manifests that pin what a run must change, such
+	// as WATCH_NAMESPACE set to the operator's own namespace while every
+	// scenario makes its own.
+	Env map[string]string `json:"env,omitempty"`
 	// Namespace is where the operator's pods run.
 	Namespace string `json:"namespace"`
 	// Selector selects the operator's pods in Namespace.

@@ -34,6 +34,20 @@ func (c *checker) operator(o *Operator, dir string) {
 			c.at(fmt.Sprintf("spec.images[%d].name", i), "required")
 		}
 	}
+	for k := range s.Env {
+		if !envName.MatchString(k) {
+			c.at("spec.env."+k, "%q is not an environment variable name", k)
+		}
+	}
+	if !slices.ContainsFunc(s.Images, func(img Image) bool { return img.Replaces != "" }) {
+		const why = "needs an image with replaces: the container it is set on is the one that runs that image"
+		if len(s.Args) > 0 {
+			c.at("spec.args", why)
+		}
+		if len(s.Env) > 0 {
+			c.at("spec.env", why)
+		}
+	}
 	if s.Namespace == "" {
 		c.at("spec.namespace", "required: where the operator's pods run")
 	} else {
