@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -117,4 +120,17 @@ func labelsInclude(pairs []*dto.LabelPair, match map[string]string) bool {
 		}
 	}
 	return found == len(match)
+}
+
+// MetricSelector writes a metric and its labels the way PromQL does:
+// name{a="x",b="y"}, labels sorted.
+func MetricSelector(name string, labels map[string]string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	pairs := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
+	}
+	return name + "{" + strings.Join(pairs, ",") + "}"
 }

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 
@@ -40,4 +41,12 @@ func Changed(before, after map[string]any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// FirstFew is the first n of list, then how many more there are.
+func FirstFew(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(slices.Clone(list[:n]), fmt.Sprintf("%d more", len(list)-n))
 }

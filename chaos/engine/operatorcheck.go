@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -204,7 +204,7 @@ func (r *run) operatorChecks(ctx context.Context, before operatorState) error {
 // metricCheck judges one metric: its rise over the run, or its value
 // after the heal (polled for up to a minute, as a queue drains).
 func (r *run) metricCheck(ctx context.Context, ma scenario.MetricAssertion, before operatorState, after *operatorState) (report.Check, error) {
-	name := metricSelector(ma.Name, ma.Labels)
+	name := framework.MetricSelector(ma.Name, ma.Labels)
 	if ma.MaxIncrease != nil {
 		b, a := framework.SumSamples(before.families, ma.Name, ma.Labels), framework.SumSamples(after.families, ma.Name, ma.Labels)
 		rise := a - b
@@ -292,35 +292,11 @@ func (r *run) unstable(ctx context.Context, d time.Duration) ([]string, error) {
 			continue
 		}
 		if paths := compare.Changed(was, v); len(paths) > 0 {
-			changed = append(changed, fmt.Sprintf("%s (%s)", k, strings.Join(firstFew(paths, shownPaths), ", ")))
+			changed = append(changed, fmt.Sprintf("%s (%s)", k, strings.Join(compare.FirstFew(paths, shownPaths), ", ")))
 		}
 	}
 	slices.Sort(changed)
 	return changed, nil
-}
-
-// shownPaths is how many changed paths an unstable object's line names.
-const shownPaths = 3
-
-// firstFew is the first n of list, with how many more there are.
-func firstFew(list []string, n int) []string {
-	if len(list) <= n {
-		return list
-	}
-	return append(slices.Clone(list[:n]), fmt.Sprintf("%d more", len(list)-n))
-}
-
-// metricSelector writes a metric and its labels the way PromQL does:
-// name{a="x",b="y"}, labels sorted.
-func metricSelector(name string, labels map[string]string) string {
-	if len(labels) == 0 {
-		return name
-	}
-	pairs := make([]string, 0, len(labels))
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
-	}
-	return name + "{" + strings.Join(pairs, ",") + "}"
 }
 
 // The stillness check's times.
@@ -332,6 +308,10 @@ const (
 	// operator has settled; quietWithin bounds the wait for it.
 	quietBeforeStillness = 2 * time.Second
 	quietWithin          = 15 * time.Second
+	// quietPoll is how often the wait for quiet looks again.
+	quietPoll = 200 * time.Millisecond
+	// shownPaths is how many changed paths an unstable object's line names.
+	shownPaths = 3
 )
 
 // awaitQuiet waits, before the stillness window opens, until the
@@ -341,6 +321,7 @@ const (
 // that never stops is caught by the window all the same.
 func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
 	if r.e.view == nil {
+		r.awaitStill(ctx, quiet, bound)
 		return
 	}
 	deadline := time.Now().Add(bound)
@@ -357,9 +338,55 @@ func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(quietPoll):
 		}
 	}
+}
+
+// awaitStill is awaitQuiet where no API proxy sees the operator's writes:
+// it reads the resource and its children's written forms until neither
+// has changed for quiet (at most for bound), so that the writes catching
+// up with a heal fall before the stillness window, not inside it.
+func (r *run) awaitStill(ctx context.Context, quiet, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	var last map[string]any
+	since := time.Now()
+	for time.Now().Before(deadline) {
+		if now, err := r.writtenState(ctx); err == nil {
+			switch {
+			case !reflect.DeepEqual(now, last):
+				last, since = now, time.Now()
+			case time.Since(since) >= quiet:
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(quietPoll):
+		}
+	}
+}
+
+// writtenState is what the operator writes, read now: the resource (but
+// for the fields the API server keeps) and its children's written forms.
+func (r *run) writtenState(ctx context.Context) (map[string]any, error) {
+	u, err := r.resource().Get(ctx, r.obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	own := u.DeepCopy()
+	unstructured.RemoveNestedField(own.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(own.Object, "metadata", "managedFields")
+	children, err := r.ownedWritten(ctx)
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]any{"resource": own.Object}
+	for k, v := range children {
+		state[k] = v
+	}
+	return state, nil
 }
 
 // metricSettleWithin is how long a metric asserted to equal a value after
