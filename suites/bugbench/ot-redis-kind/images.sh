@@ -30,21 +30,8 @@ REDIS_EXPORTER_IMAGE=${REDIS_EXPORTER_IMAGE:-example.com/redis-exporter:$DEBIAN_
 bin=$PWD/bin
 mkdir -p "$bin"
 
-log() { echo "$(date +%T) $*"; }
-step() { # step DESCRIPTION FUNCTION
-  local t0=$SECONDS
-  log "$1 ..."
-  "$2"
-  log "$1 ... done in $((SECONDS - t0))s"
-}
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
-
-# docker_build TAG DIR: the legacy builder's deprecation notice only matters
-# when the build fails.
-docker_build() {
-  local out
-  out=$(docker build --quiet --tag "$1" "$2" 2>&1) || { echo "$out" >&2; exit 1; }
-}
+# shellcheck source=../images-lib.sh
+. ../images-lib.sh   # log, step, have_image, docker_build
 
 build_operator() {
   (cd "$OPERATOR_SOURCE" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/operator" ./cmd)

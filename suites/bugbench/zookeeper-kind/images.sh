@@ -33,21 +33,8 @@ here=$PWD
 bin=$PWD/bin
 mkdir -p "$bin"
 
-log() { echo "$(date +%T) $*"; }
-step() { # step DESCRIPTION FUNCTION
-  local t0=$SECONDS
-  log "$1 ..."
-  "$2"
-  log "$1 ... done in $((SECONDS - t0))s"
-}
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
-
-# docker_build TAG DIR: the legacy builder's deprecation notice only matters
-# when the build fails.
-docker_build() {
-  local out
-  out=$(docker build --quiet --tag "$1" "$2" 2>&1) || { echo "$out" >&2; exit 1; }
-}
+# shellcheck source=../images-lib.sh
+. ../images-lib.sh   # log, step, have_image, docker_build
 
 build_operator() {
   local repo=github.com/pravega/zookeeper-operator
