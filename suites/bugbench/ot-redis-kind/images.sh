@@ -31,7 +31,7 @@ bin=$PWD/bin
 mkdir -p "$bin"
 
 # shellcheck source=../images-lib.sh
-. ../images-lib.sh   # log, step, have_image, docker_build
+. ../images-lib.sh   # log, step, have_image, docker_build, rootfs, trim_rootfs
 
 build_operator() {
   (cd "$OPERATOR_SOURCE" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/operator" ./cmd)
@@ -46,25 +46,12 @@ operator_image() {
   rm -rf "$ctx"
 }
 
-# rootfs PACKAGES...: a debootstrap minbase root filesystem with PACKAGES, in
-# a new temporary directory whose path it prints; apt's caches, manuals and
-# locales removed.
-rootfs() {
-  local dir
-  dir=$(mktemp -d)/rootfs
-  command -v debootstrap >/dev/null || apt-get install -y debootstrap >/dev/null
-  debootstrap --variant=minbase --include="$(IFS=,; echo "$*")" \
-    "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; exit 1; }
-  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/man "$dir"/usr/share/locale/*
-  find "$dir/usr/share/doc" -type f ! -name copyright -delete
-  echo "$dir"
-}
-
 redis_image() {
   local dir version script
   # bash and hostname run the entrypoint (hostname -i); redis-tools has
   # redis-cli, which the health check and the operator's pods/exec use.
   dir=$(rootfs redis-server redis-tools bash hostname)
+  trim_rootfs "$dir"
   version=$(chroot "$dir" dpkg-query -W -f '${Version}' redis-server)
   # What opstree's Dockerfile adds to its Alpine build of Redis.
   install -m 0644 "$REDIS_IMAGE_SOURCE/redis.conf" "$dir/etc/redis/redis.conf"
@@ -84,6 +71,7 @@ redis_image() {
 exporter_image() {
   local dir version
   dir=$(rootfs prometheus-redis-exporter)
+  trim_rootfs "$dir"
   version=$(chroot "$dir" dpkg-query -W -f '${Version}' prometheus-redis-exporter)
   tar -C "$dir" --numeric-owner -c . | docker import \
     -c 'USER 65534:65534' -c 'EXPOSE 9121' -c 'ENTRYPOINT ["/usr/bin/prometheus-redis-exporter"]' \

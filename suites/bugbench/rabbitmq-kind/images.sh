@@ -33,7 +33,7 @@ bin=$PWD/bin
 mkdir -p "$bin"
 
 # shellcheck source=../images-lib.sh
-. ../images-lib.sh   # log, step, have_image, docker_build
+. ../images-lib.sh   # log, step, have_image, docker_build, rootfs, trim_rootfs
 
 build_operator() {
   (cd "$OPERATOR_SOURCE" && CGO_ENABLED=0 go build -trimpath -tags timetzdata -ldflags "-s -w" -o "$bin/manager" ./cmd)
@@ -53,23 +53,10 @@ EOF
   rm -rf "$ctx"
 }
 
-# rootfs PACKAGES...: a debootstrap minbase root filesystem with PACKAGES, in
-# a new temporary directory whose path it prints; apt's caches, manuals and
-# locales removed.
-rootfs() {
-  local dir
-  dir=$(mktemp -d)/rootfs
-  command -v debootstrap >/dev/null || apt-get install -y debootstrap >/dev/null
-  debootstrap --variant=minbase --include="$(IFS=,; echo "$*")" \
-    "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; exit 1; }
-  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/man "$dir"/usr/share/locale/*
-  find "$dir/usr/share/doc" -type f ! -name copyright -delete
-  echo "$dir"
-}
-
 rabbitmq_rootfs() {
   local uid gid
   rmq_dir=$(rootfs rabbitmq-server)
+  trim_rootfs "$rmq_dir"
   rmq_version=$(chroot "$rmq_dir" dpkg-query -W -f "\${Version}" rabbitmq-server)
   if [ "${rmq_version%%-*}" != "$RABBITMQ_VERSION" ]; then
     echo "error: Debian $DEBIAN_SUITE ships rabbitmq-server $rmq_version, not $RABBITMQ_VERSION (set RABBITMQ_VERSION)" >&2

@@ -34,7 +34,7 @@ bin=$PWD/bin
 mkdir -p "$bin"
 
 # shellcheck source=../images-lib.sh
-. ../images-lib.sh   # log, step, have_image, docker_build
+. ../images-lib.sh   # log, step, have_image, docker_build, rootfs, trim_rootfs
 
 build_operator() {
   local repo=github.com/pravega/zookeeper-operator
@@ -53,18 +53,6 @@ operator_image() {
   rm -rf "$ctx"
 }
 
-# rootfs PACKAGES...: a debootstrap minbase root filesystem with PACKAGES, in
-# a new temporary directory whose path it prints.
-rootfs() {
-  local dir
-  dir=$(mktemp -d)/rootfs
-  command -v debootstrap >/dev/null || apt-get install -y debootstrap >/dev/null
-  debootstrap --variant=minbase --include="$(IFS=,; echo "$*")" \
-    "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; exit 1; }
-  cp /etc/resolv.conf "$dir/etc/resolv.conf"   # apt-get in a chroot below
-  echo "$dir"
-}
-
 # in_chroot DIR COMMAND...: COMMAND in DIR with /proc mounted (the JVM reads it).
 in_chroot() {
   local dir=$1 rc=0
@@ -81,6 +69,7 @@ in_chroot() {
 # JRE, bash, hostname -s, getent, nslookup, curl, ps, socat).
 base_rootfs() {
   ROOTFS=$(rootfs libzookeeper-java default-jre-headless adduser bash hostname procps socat curl bind9-dnsutils)
+  cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"   # apt-get in a chroot below
 }
 
 # zu.jar: docker/zu's Kotlin (the registration tool the scripts call as
@@ -138,9 +127,7 @@ zookeeper_image() {
     install -m 0755 "$script" "$dir/usr/local/bin/$(basename "$script")"
   done
   mkdir -p "$dir/conf" "$dir/data" "$dir/datalog" "$dir/logs"
-  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/man \
-    "$dir"/usr/share/locale/* "$dir"/usr/share/zookeeper/zooinspector "$dir"/etc/resolv.conf
-  find "$dir/usr/share/doc" -type f ! -name copyright -delete
+  trim_rootfs "$dir" "$dir"/usr/share/zookeeper/zooinspector "$dir"/etc/resolv.conf
   tar -C "$dir" --numeric-owner -c . | docker import \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/share/zookeeper/bin' \
     -c 'ENV ZOO_CONF_DIR=/conf ZOO_DATA_DIR=/data ZOO_DATA_LOG_DIR=/datalog ZOO_LOG_DIR=/logs' \
