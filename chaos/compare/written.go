@@ -2,10 +2,11 @@ package compare
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gauntlet-dev/gauntlet/framework/endstate"
 )
 
 // Written is what an operator writes to a child, to tell whether it went
@@ -24,20 +25,12 @@ func Written(u *unstructured.Unstructured) map[string]any {
 	return out
 }
 
-// Changed lists, sorted, the paths (as Flatten writes them) whose values
-// differ between two Written forms of one object.
+// Changed lists, sorted, the paths (as endstate writes them) whose
+// values differ between two Written forms of one object.
 func Changed(before, after map[string]any) []string {
-	b, a := Flatten(before), Flatten(after)
 	var out []string
-	for path, v := range a {
-		if w, ok := b[path]; !ok || !reflect.DeepEqual(v, w) {
-			out = append(out, path)
-		}
-	}
-	for path := range b {
-		if _, ok := a[path]; !ok {
-			out = append(out, path)
-		}
+	for _, d := range endstate.Values("", before, after) {
+		out = append(out, d.Path)
 	}
 	slices.Sort(out)
 	return out
