@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 )
 
 // Unshown lists the spec fields (spec.a.b) a run changed that left no
@@ -12,7 +12,7 @@ import (
 // once the starting resource had converged, although each field listed
 // names something a child holds (a field of that name, or under one: a
 // Kubernetes type the operator passes on, such as a container's
-// resources) or is a feature's switch turned on (explore.Enables: a
+// resources) or is a feature's switch turned on (space.Enables: a
 // feature that, on, shows nowhere). The operator took the change and did nothing with it,
 // without refusing it. It returns nil when the end state differs from
 // the start anywhere (the change showed, whether or not as it should:
@@ -46,7 +46,7 @@ func Unshown(start, end *State, switches []string) []string {
 		case set && SameValue(old, v):
 		case !set && isZero(v):
 		case switchedOff(end.Spec, path, switches), slices.Contains(names(path), "status"):
-		case v == true && explore.Enables(lastName(path)):
+		case v == true && space.Enables(lastName(path)):
 			out = append(out, "spec."+path)
 		case !heldName(held, path):
 		case slices.ContainsFunc(held[lastName(path)], func(h any) bool { return SameValue(v, h) }):

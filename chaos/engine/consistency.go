@@ -85,11 +85,11 @@ func (r *run) followChecks() []report.Check {
 	return out
 }
 
-// referenceRun creates the base scenario's resource as it is, with no
+// ReferenceRun creates the base scenario's resource as it is, with no
 // step, and returns its result and, when it passed, what it converged
 // to: the first creation the consistency oracle learns from.
-func (e *Engine) referenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State, error) {
-	obj, err := e.baseObject(base)
+func (e *Engine) ReferenceRun(ctx context.Context, base *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State, error) {
+	obj, err := e.Object(base)
 	if err != nil {
 		return nil, nil, err
 	}

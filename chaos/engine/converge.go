@@ -12,8 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
@@ -51,18 +53,18 @@ func (r *run) firstConverged(ctx context.Context) error {
 	return err
 }
 
-// defaultConvergeWithin bounds each wait for convergence when a scenario
+// DefaultConvergeWithin bounds each wait for convergence when a scenario
 // gives no convergeWithin: a 5-member StatefulSet pulling its image on a
 // cold kind node fits in it, a resource that will never converge is
 // reported before a CI job's patience ends.
-const defaultConvergeWithin = 5 * time.Minute
+const DefaultConvergeWithin = 5 * time.Minute
 
 // convergeWithin is the scenario's bound on a wait for convergence.
 func (r *run) convergeWithin() time.Duration {
 	if d := r.s.Spec.Resource.ConvergeWithin.Duration; d > 0 {
 		return d
 	}
-	return defaultConvergeWithin
+	return DefaultConvergeWithin
 }
 
 // How long a convergence waits for the operator to see the harness's
@@ -205,4 +207,43 @@ func unmet(i int, src string, err error, status string) string {
 		return fmt.Sprintf("converged[%d] %q cannot be evaluated: %v; status %s", i, src, err, status)
 	}
 	return fmt.Sprintf("converged[%d] %q is false; status %s", i, src, status)
+}
+
+// ExpectRefusal says that the scenario name's run sets fields that the
+// operator may refuse: a condition naming one, for the resource's
+// generation, ends the run's wait to converge at once (an explore
+// campaign's runs, whose values the operator may not take).
+func (e *Engine) ExpectRefusal(name string, fields []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refusable == nil {
+		e.refusable = map[string][]string{}
+	}
+	e.refusable[name] = fields
+}
+
+// refusedIn is report.NamedInCondition over the conditions u shows for its
+// generation (a condition's own observedGeneration, else the status's:
+// an operator that refuses a spec may leave the status's behind), for
+// the fields its run set that the operator may refuse ("" when none).
+func (r *run) refusedIn(u *unstructured.Unstructured) string {
+	r.e.mu.Lock()
+	fields := r.e.refusable[r.s.Metadata.Name]
+	r.e.mu.Unlock()
+	if len(fields) == 0 {
+		return ""
+	}
+	// A condition says which generation it speaks of, or the status does.
+	observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	var current []report.Condition
+	for _, c := range conditionsOf(u) {
+		gen := c.ObservedGeneration
+		if gen == 0 && found {
+			gen = observed
+		}
+		if gen == 0 || gen >= u.GetGeneration() {
+			current = append(current, reportCondition(c))
+		}
+	}
+	return report.NamedInCondition(current, fields)
 }

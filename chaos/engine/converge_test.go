@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -49,4 +50,27 @@ func TestUnmet(t *testing.T) {
 	g.Expect(unmet(1, "self.status.ready == 3", nil, status)).To(Equal(`converged[1] "self.status.ready == 3" is false; status {"state":"Ready"}`))
 	g.Expect(unmet(0, "self.status.ready == 3", errors.New("no such key: ready"), status)).To(
 		Equal(`converged[0] "self.status.ready == 3" cannot be evaluated: no such key: ready; status {"state":"Ready"}`))
+}
+
+// A wait ends at a condition, for the resource's generation, that names
+// a field the run set that the operator may refuse; a condition of an
+// older generation, or in a run that expects no refusal, does not end it.
+func TestRefusedIn(t *testing.T) {
+	g := NewWithT(t)
+	s := &scenario.Scenario{Metadata: scenario.Metadata{Name: "explore-7"}}
+	e := &Engine{}
+	e.ExpectRefusal("explore-7", []string{"spec.resources.claims"})
+	r := &run{e: e, s: s}
+	obj := func(condGen int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "db", "generation": int64(3)},
+			"status": map[string]any{"observedGeneration": int64(2), "conditions": []any{map[string]any{
+				"type": "Progressing", "status": "False", "reason": "InvalidSpec", "observedGeneration": condGen,
+				"message": "invalid DatabaseCluster spec: spec.resources.claims: Forbidden"}}},
+		}}
+	}
+	g.Expect(r.refusedIn(obj(3))).To(Equal("Progressing condition (False): invalid DatabaseCluster spec: spec.resources.claims: Forbidden"))
+	g.Expect(r.refusedIn(obj(2))).To(BeEmpty(), "it speaks of the generation before")
+	r.s = &scenario.Scenario{Metadata: scenario.Metadata{Name: "leader-kill"}}
+	g.Expect(r.refusedIn(obj(3))).To(BeEmpty(), "a run that expects no refusal")
 }

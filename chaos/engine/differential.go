@@ -21,12 +21,12 @@ import (
 // created by.
 const freshSuffix = "-fresh"
 
-// runDifferential runs a scenario whose assertions ask for sameAsFresh:
+// RunDifferential runs a scenario whose assertions ask for sameAsFresh:
 // the scenario as written, then a fresh resource created with the spec it
 // ended with, and compares the two end states. The first fresh run of a
 // set is made twice, to learn what differs between two equal runs. It
 // returns the fresh resource's end state too, when it got that far.
-func (e *Engine) runDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
+func (e *Engine) RunDifferential(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) (*report.Result, *compare.State) {
 	start := time.Now()
 	res, end := e.runOnce(ctx, s, seed, artifacts, false)
 	if end == nil {
@@ -82,7 +82,7 @@ func (e *Engine) freshRun(ctx context.Context, s *scenario.Scenario, seed uint64
 // freshScenario is s with no before or during actions and no fault,
 // whose resource is s's manifest with spec, written in dir.
 func (e *Engine) freshScenario(s *scenario.Scenario, spec map[string]any, dir string) (*scenario.Scenario, error) {
-	obj, err := e.baseObject(s)
+	obj, err := e.Object(s)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
@@ -32,7 +32,7 @@ func (r *run) readStart(ctx context.Context) error {
 }
 
 // learnSwitches reads, once per kind, the booleans of obj's spec schema
-// that are off unless set (explore.Switches).
+// that are off unless set (space.Switches).
 func (e *Engine) learnSwitches(ctx context.Context, obj *unstructured.Unstructured) error {
 	gvk := obj.GroupVersionKind()
 	e.mu.Lock()
@@ -40,14 +40,14 @@ func (e *Engine) learnSwitches(ctx context.Context, obj *unstructured.Unstructur
 	if _, ok := e.switches[gvk]; ok {
 		return nil
 	}
-	versions, err := e.servedVersions(ctx, obj)
+	versions, err := e.ServedVersions(ctx, obj)
 	if err != nil {
 		return err
 	}
 	if e.switches == nil {
 		e.switches = map[schema.GroupVersionKind][]string{}
 	}
-	e.switches[gvk] = explore.Switches(versions[0].spec)
+	e.switches[gvk] = space.Switches(versions[0].Spec)
 	return nil
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
+	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
 // Options describe where and what to run.
@@ -129,9 +130,8 @@ type Engine struct {
 	// list indexes written [*]), and calibrated says it was learned.
 	noise      compare.Noise
 	calibrated bool
-	// refusable are, by scenario, the spec fields an explore campaign's
-	// run set: a condition naming one, for the resource's generation,
-	// ends the wait to converge at once (the operator refused the spec).
+	// refusable are, by scenario, the spec fields a run set that the
+	// operator may refuse (ExpectRefusal).
 	refusable map[string][]string
 	// switches are, by kind, its spec's booleans that are off unless set,
 	// which the effect oracle reads (learnSwitches).
@@ -334,6 +334,52 @@ func (e *Engine) Name() string {
 
 func (e *Engine) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(e.o.Log, "%s engine: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// Logf writes one line of progress to the engine's log, for what drives
+// it (an explore campaign).
+func (e *Engine) Logf(format string, args ...any) { e.logf(format, args...) }
+
+// Set is the Operator file and the scenarios the engine was set up with.
+// A scenario made after setup (a campaign's) is run once its file's path,
+// which its manifest is found beside, is in the set's Files.
+func (e *Engine) Set() *scenario.Set { return e.o.Set }
+
+// Overrides are the run's --set variables.
+func (e *Engine) Overrides() map[string]string { return e.o.Overrides }
+
+// OnEnvtest says the operator runs as a process on envtest, where no pod
+// runs, rather than on a cluster's nodes.
+func (e *Engine) OnEnvtest() bool { return e.host != nil }
+
+// Object is s's resource as a run creates it, its variables expanded.
+func (e *Engine) Object(s *scenario.Scenario) (*unstructured.Unstructured, error) {
+	return render.Resource(e.o.Set, s, render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
+}
+
+// Slowest are the longest a wait to converge, and for a resource to go,
+// that ended so has taken on this engine: what a campaign's patience is
+// learned from.
+func (e *Engine) Slowest() (converge, deletion time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.slowestConverge, e.slowestDeletion
+}
+
+// EndHoldsWhenStill ends a view fault's hold once the operator has asked
+// the API proxy nothing for d since the run's actions ended; 0 (the
+// default) holds every fault whole. A campaign sets it: its hundreds of
+// runs would otherwise wait out holds sized for the busiest step.
+func (e *Engine) EndHoldsWhenStill(d time.Duration) { e.stillHolds = d }
+
+// Requests are the operator's requests through the API proxy so far, and
+// whether there is one (envtest, or a cluster whose set holds view
+// faults or that asked for it).
+func (e *Engine) Requests() ([]apiproxy.Request, bool) {
+	if e.view == nil {
+		return nil, false
+	}
+	return e.view.proxy.Requests(), true
 }
 
 // deployOperator renders the operator's manifests, swaps its images,

@@ -94,7 +94,7 @@ func (r *run) fail(format string, args ...any) *report.Result {
 // whose simulated world is the same each time.
 func (e *Engine) Run(ctx context.Context, s *scenario.Scenario, seed uint64, artifacts string) *report.Result {
 	if s.Spec.Assertions.SameAsFresh {
-		res, _ := e.runDifferential(ctx, s, seed, artifacts)
+		res, _ := e.RunDifferential(ctx, s, seed, artifacts)
 		return res
 	}
 	if !scenario.IsViewAction(s.Spec.Fault.Action) || e.view == nil {
@@ -301,14 +301,11 @@ func (r *run) create(ctx context.Context) error {
 			return err
 		}
 	}
-	objs, err := render.Objects(scenario.Beside(filepath.Dir(r.e.o.Set.Files[r.s.Metadata.Name]), r.s.Spec.Resource.Manifest), r.vars)
+	obj, err := render.Resource(r.e.o.Set, r.s, r.vars)
 	if err != nil {
 		return err
 	}
-	if len(objs) != 1 {
-		return fmt.Errorf("%s holds %d objects, want 1", r.s.Spec.Resource.Manifest, len(objs))
-	}
-	r.obj = objs[0]
+	r.obj = obj
 	r.obj.SetNamespace(r.ns)
 	gvk := r.obj.GroupVersionKind()
 	return framework.PollFor(ctx, "the API server to accept "+gvk.Kind+" "+r.obj.GetName(), createAdmissionWait, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -365,10 +362,10 @@ const (
 	// patchAdmissionWait bounds retries of a during patch, which the
 	// operator's webhook may refuse while its pod restarts under a fault.
 	patchAdmissionWait = 3 * time.Minute
-	// defaultDeleteWithin bounds the wait for the resource to go when a
+	// DefaultDeleteWithin bounds the wait for the resource to go when a
 	// scenario gives no deleteWithin: a finalizer's final snapshot Job on
 	// kind, with its image pulled, fits in it.
-	defaultDeleteWithin = 3 * time.Minute
+	DefaultDeleteWithin = 3 * time.Minute
 	// cleanupBeyondDeletion is what the whole cleanup may take beyond its
 	// wait for the resource to go: the failure bundle and the namespace's
 	// removal.
@@ -380,7 +377,7 @@ func (r *run) deleteWithin() time.Duration {
 	if d := r.s.Spec.Resource.DeleteWithin.Duration; d > 0 {
 		return d
 	}
-	return defaultDeleteWithin
+	return DefaultDeleteWithin
 }
 
 // cleanup collects a bundle when the scenario failed, closes the workload,

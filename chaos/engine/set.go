@@ -67,7 +67,7 @@ func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, erro
 			e.logf("%s: %s in %s", jobs[i].Name, res.Verdict(), res.Took.Round(time.Second))
 			rep.Results = append(rep.Results, res)
 			rep.Took = time.Since(rep.Started)
-			if err := write(rep, o.Artifacts); err != nil && werr == nil {
+			if err := htmlreport.Save(rep, o.Artifacts); err != nil && werr == nil {
 				werr = err
 			}
 		}})
@@ -79,13 +79,5 @@ func (e *Engine) RunAll(ctx context.Context, o RunOptions) (*report.Report, erro
 	case ctx.Err() != nil:
 		return rep, ctx.Err()
 	}
-	return rep, write(rep, o.Artifacts)
-}
-
-func write(rep *report.Report, dir string) error {
-	if err := rep.Write(dir); err != nil {
-		return err
-	}
-	_, err := htmlreport.Write(rep, dir)
-	return err
+	return rep, htmlreport.Save(rep, o.Artifacts)
 }

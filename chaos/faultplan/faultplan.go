@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -24,7 +24,7 @@ import (
 // Within a layer the faults come in a seeded order, each once before any
 // twice, so that a short campaign holds as many different faults as it
 // can.
-func For(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.Fault {
+func For(plan [][]space.Step, menu []scenario.Fault, seed uint64) []*scenario.Fault {
 	out := make([]*scenario.Fault, len(plan))
 	if len(menu) == 0 {
 		return out
@@ -57,7 +57,7 @@ func For(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.
 
 // Sweep is every fault of the menu once, in a seeded order, each
 // held while one value that changes a running resource is set, the
-// values taken in rounds over the fields (explore.InRounds) so that the
+// values taken in rounds over the fields (space.InRounds) so that the
 // faults meet every section of the spec; the plan's first runs alternate
 // with it (Alternate). As Sieve tries each perturbation of a workload
 // once, a campaign cut short has still held the faults it learned.
@@ -68,8 +68,8 @@ func For(plan [][]explore.Step, menu []scenario.Fault, seed uint64) []*scenario.
 // wrong is the operator's picture of what it already runs, and a field
 // the resource lacked shows in an old or coalesced picture only as
 // missing, never as an old value written back over the new one.
-func Sweep(steps []explore.Step, menu []scenario.Fault, seed uint64, plural string, base map[string]any) ([][]explore.Step, []*scenario.Fault) {
-	var changes, held []explore.Step
+func Sweep(steps []space.Step, menu []scenario.Fault, seed uint64, plural string, base map[string]any) ([][]space.Step, []*scenario.Fault) {
+	var changes, held []space.Step
 	for _, st := range steps {
 		if st.AtCreation {
 			continue
@@ -83,18 +83,18 @@ func Sweep(steps []explore.Step, menu []scenario.Fault, seed uint64, plural stri
 		return nil, nil
 	}
 	rng := rand.New(rand.NewPCG(seed, 28))
-	changes, held = explore.InRounds(changes, seed), explore.InRounds(held, seed)
-	plan, faults := make([][]explore.Step, 0, len(menu)), make([]*scenario.Fault, 0, len(menu))
+	changes, held = space.InRounds(changes, seed), space.InRounds(held, seed)
+	plan, faults := make([][]space.Step, 0, len(menu)), make([]*scenario.Fault, 0, len(menu))
 	var n, own int
 	for _, i := range rng.Perm(len(menu)) {
 		f := menu[i]
-		var st explore.Step
+		var st space.Step
 		if f.Requests != nil && f.Requests.Resource == plural && len(held) > 0 {
 			st, own = held[own%len(held)], own+1
 		} else {
 			st, n = changes[n%len(changes)], n+1
 		}
-		plan = append(plan, []explore.Step{st})
+		plan = append(plan, []space.Step{st})
 		faults = append(faults, &f)
 	}
 	return plan, faults
@@ -109,8 +109,8 @@ func holds(obj map[string]any, path []string) bool {
 // Alternate puts the sweep's runs between the plan's first ones, one
 // each, so that neither the faults nor the single values wait for the
 // other.
-func Alternate(sweep [][]explore.Step, swept []*scenario.Fault, plan [][]explore.Step, faults []*scenario.Fault) ([][]explore.Step, []*scenario.Fault) {
-	outPlan := make([][]explore.Step, 0, len(sweep)+len(plan))
+func Alternate(sweep [][]space.Step, swept []*scenario.Fault, plan [][]space.Step, faults []*scenario.Fault) ([][]space.Step, []*scenario.Fault) {
+	outPlan := make([][]space.Step, 0, len(sweep)+len(plan))
 	outFaults := make([]*scenario.Fault, 0, len(sweep)+len(plan))
 	for i := 0; i < len(sweep) || i < len(plan); i++ {
 		if i < len(sweep) {

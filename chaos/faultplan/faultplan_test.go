@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -14,9 +14,9 @@ import (
 // about half of the longer ones, the same each time.
 func TestFaultsFor(t *testing.T) {
 	g := NewWithT(t)
-	one := []explore.Step{{Path: []string{"spec", "a"}, Value: 1}}
-	two := append(slices.Clone(one), explore.Step{Path: []string{"spec", "b"}, Value: 2})
-	plan := [][]explore.Step{one, one, one}
+	one := []space.Step{{Path: []string{"spec", "a"}, Value: 1}}
+	two := append(slices.Clone(one), space.Step{Path: []string{"spec", "b"}, Value: 2})
+	plan := [][]space.Step{one, one, one}
 	for range 40 {
 		plan = append(plan, two)
 	}
@@ -71,7 +71,7 @@ func TestFaultsFor(t *testing.T) {
 // resource's own requests changes a value the resource holds.
 func TestFaultSweep(t *testing.T) {
 	g := NewWithT(t)
-	steps := []explore.Step{
+	steps := []space.Step{
 		{Path: []string{"spec", "a"}, Value: 1, AtCreation: true},
 		{Path: []string{"spec", "b"}, Value: 2}, {Path: []string{"spec", "c"}, Value: 3},
 		{Path: []string{"spec", "d"}, Value: 4}, {Path: []string{"spec", "b"}, Unset: true},
@@ -115,11 +115,11 @@ func TestFaultSweep(t *testing.T) {
 // own fault.
 func TestAlternate(t *testing.T) {
 	g := NewWithT(t)
-	step := func(v int) []explore.Step { return []explore.Step{{Path: []string{"spec", "a"}, Value: v}} }
+	step := func(v int) []space.Step { return []space.Step{{Path: []string{"spec", "a"}, Value: v}} }
 	kill := &scenario.Fault{Action: scenario.ActionPodKill}
 	stale := &scenario.Fault{Action: scenario.ActionStaleView}
-	plan, faults := Alternate([][]explore.Step{step(1), step(2)}, []*scenario.Fault{kill, stale},
-		[][]explore.Step{step(10), step(11), step(12)}, []*scenario.Fault{nil, nil, kill})
+	plan, faults := Alternate([][]space.Step{step(1), step(2)}, []*scenario.Fault{kill, stale},
+		[][]space.Step{step(10), step(11), step(12)}, []*scenario.Fault{nil, nil, kill})
 	var got []any
 	for _, seq := range plan {
 		got = append(got, seq[0].Value)

@@ -128,6 +128,16 @@ func Write(rep *report.Report, dir string) (string, error) {
 	return p, os.WriteFile(p, b, 0o644)
 }
 
+// Save writes rep into dir as report.json (report.Report.Write) and as
+// report.html.
+func Save(rep *report.Report, dir string) error {
+	if err := rep.Write(dir); err != nil {
+		return err
+	}
+	_, err := Write(rep, dir)
+	return err
+}
+
 // evidence links what a scenario left in its folder.
 func evidence(res *report.Result, dir string) []link {
 	if res.Artifacts == "" {

@@ -53,6 +53,19 @@ func operatorPath(dir, p string, vars Vars) string {
 	return scenario.Beside(dir, vars.Expand(p))
 }
 
+// Resource is the one object of s's resource manifest, found beside s's
+// file in set, variables expanded.
+func Resource(set *scenario.Set, s *scenario.Scenario, vars Vars) (*unstructured.Unstructured, error) {
+	objs, err := Objects(scenario.Beside(filepath.Dir(set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest), vars)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
+	}
+	return objs[0], nil
+}
+
 // Objects reads the objects of a YAML file, variables expanded.
 func Objects(path string, vars Vars) ([]*unstructured.Unstructured, error) {
 	b, err := os.ReadFile(path)

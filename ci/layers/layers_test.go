@@ -20,7 +20,7 @@ const module = "github.com/gauntlet-dev/gauntlet/"
 var layers = [][]string{
 	// The file format, what a campaign tries, the workload's ledger:
 	// nothing of the chaos module below them.
-	{"chaos/scenario", "chaos/explore", "chaos/workload", "chaos/htmlreport/browser"},
+	{"chaos/scenario", "chaos/explore/space", "chaos/workload", "chaos/htmlreport/browser"},
 	// What a run found; the files made concrete; which runs hold which fault.
 	{"chaos/report", "chaos/render", "chaos/faultplan"},
 	// Drivers and views that know a report or a file, not a run: Chaos
@@ -34,6 +34,8 @@ var layers = [][]string{
 	{"chaos/envtesthost", "chaos/shard"},
 	// Run a scenario and judge it.
 	{"chaos/engine"},
+	// A campaign of runs the engine makes and judges.
+	{"chaos/explore"},
 }
 
 func layerOf(pkg string) (int, bool) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore"
 	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/bench"
@@ -20,7 +21,7 @@ import (
 type exploreFlags struct {
 	runFlags
 	onKind bool
-	o      engine.ExploreOptions
+	o      explore.Options
 	s      shardFlags
 }
 
@@ -99,7 +100,7 @@ in its pod, and one report merged from theirs.`,
 
 func (f *exploreFlags) explore(ctx context.Context, e *engine.Engine, _ engine.RunOptions, prog *progress, stdout io.Writer) error {
 	prog.Phase("explore")
-	rep, x, err := e.Explore(ctx, f.o)
+	rep, x, err := explore.Run(ctx, e, f.o)
 	prog.Done()
 	prog.Clear()
 	if x != nil {

@@ -1,4 +1,4 @@
-package engine
+package explore
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
@@ -25,8 +27,8 @@ import (
 // scenario of the base, judged by the automatic oracles, with the follows
 // learned so far from the resources created along the way.
 type campaign struct {
-	e       *Engine
-	o       ExploreOptions
+	e       Engine
+	o       Options
 	base    *scenario.Scenario
 	learned compare.FollowLearner
 	// refWrites are the writes of the reference run until it converged
@@ -44,8 +46,8 @@ type campaign struct {
 // scenario is the campaign's scenario for seq, with the follows learned
 // for the fields seq sets, under fault when there is one (then judged
 // against its fault-free twin rather than a fresh resource).
-func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fault) *scenario.Scenario {
-	var created, changes []explore.Step
+func (c *campaign) scenario(name string, seq []space.Step, fault *scenario.Fault) *scenario.Scenario {
+	var created, changes []space.Step
 	for _, st := range seq {
 		if st.AtCreation {
 			created = append(created, st)
@@ -53,22 +55,19 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 			changes = append(changes, st)
 		}
 	}
-	s := c.e.campaignScenario(c.base, name, changes)
+	s := c.campaignScenario(name, changes)
 	s.Spec.Resource.ConvergeWithin = metav1.Duration{Duration: c.patience()}
 	s.Spec.Resource.DeleteWithin = metav1.Duration{Duration: c.deletionPatience()}
 	if len(created) > 0 {
-		s.Metadata.Description = "explore: " + explore.Describe(append(slices.Clone(created), changes...))
+		s.Metadata.Description = "explore: " + space.Describe(append(slices.Clone(created), changes...))
 		if err := c.createdWith(s, created); err != nil {
 			// The run then fails to read its manifest, and says so.
-			c.e.logf("%s: writing its resource with %s: %v", name, explore.Describe(created), err)
+			c.e.Logf("%s: writing its resource with %s: %v", name, space.Describe(created), err)
 		}
 	}
-	fields := explore.FieldsOf(seq)
+	fields := space.FieldsOf(seq)
 	s.Spec.Assertions.Follows = c.learned.Follows(fields)
-	if c.e.refusable == nil {
-		c.e.refusable = map[string][]string{}
-	}
-	c.e.refusable[name] = explore.SetBy(seq)
+	c.e.ExpectRefusal(name, space.SetBy(seq))
 	if fault != nil {
 		s.Spec.Fault = *fault
 		s.Spec.Assertions.SameAsFresh = false
@@ -95,23 +94,25 @@ func (c *campaign) scenario(name string, seq []explore.Step, fault *scenario.Fau
 
 // patience is how long the campaign's next run waits to converge.
 func (c *campaign) patience() time.Duration {
-	return explore.Patience(c.e.slowestConverge, c.base.Spec.Resource.ConvergeWithin.Duration, defaultConvergeWithin)
+	converge, _ := c.e.Slowest()
+	return space.Patience(converge, c.base.Spec.Resource.ConvergeWithin.Duration, engine.DefaultConvergeWithin)
 }
 
 // deletionPatience is how long the campaign's next run waits for its
 // resource to go.
 func (c *campaign) deletionPatience() time.Duration {
-	return explore.Patience(c.e.slowestDeletion, c.base.Spec.Resource.DeleteWithin.Duration, defaultDeleteWithin)
+	_, deletion := c.e.Slowest()
+	return space.Patience(deletion, c.base.Spec.Resource.DeleteWithin.Duration, engine.DefaultDeleteWithin)
 }
 
 // createdWith makes s create its resource with the steps' values set: a
 // manifest of its own, beside which s's file is said to be.
-func (c *campaign) createdWith(s *scenario.Scenario, steps []explore.Step) error {
-	obj, err := c.e.baseObject(c.base)
+func (c *campaign) createdWith(s *scenario.Scenario, steps []space.Step) error {
+	obj, err := c.e.Object(c.base)
 	if err != nil {
 		return err
 	}
-	if obj, err = explore.WithSteps(obj, steps); err != nil {
+	if obj, err = space.WithSteps(obj, steps); err != nil {
 		return err
 	}
 	b, err := sigsyaml.Marshal(obj.Object)
@@ -123,18 +124,18 @@ func (c *campaign) createdWith(s *scenario.Scenario, steps []explore.Step) error
 		return err
 	}
 	s.Spec.Resource.Manifest = "resource.yaml"
-	c.e.o.Set.Files[s.Metadata.Name] = filepath.Join(dir, "scenario.yaml")
+	c.e.Set().Files[s.Metadata.Name] = filepath.Join(dir, "scenario.yaml")
 	return os.WriteFile(filepath.Join(dir, s.Spec.Resource.Manifest), b, 0o644)
 }
 
 // run runs seq (under fault, if any) and learns from the fresh resource
 // the differential oracle created with its final spec.
-func (c *campaign) run(ctx context.Context, name string, seq []explore.Step, fault *scenario.Fault, seed uint64, artifacts string) *report.Result {
+func (c *campaign) run(ctx context.Context, name string, seq []space.Step, fault *scenario.Fault, seed uint64, artifacts string) *report.Result {
 	s := c.scenario(name, seq, fault)
 	if fault != nil {
 		return c.e.Run(ctx, s, seed, artifacts)
 	}
-	res, fresh := c.e.runDifferential(ctx, s, seed, artifacts)
+	res, fresh := c.e.RunDifferential(ctx, s, seed, artifacts)
 	c.learned.Observe(fresh)
 	return res
 }
@@ -147,7 +148,7 @@ func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.
 	if oracle == "" {
 		return nil, nil, fmt.Errorf("the starting resource, created as it is: %s", what)
 	}
-	c.e.logf("explore: the starting resource, as it is, broke %q: %s", oracle, what)
+	c.e.Logf("explore: the starting resource, as it is, broke %q: %s", oracle, what)
 	f := c.finding(ctx, "explore-0", nil, nil, oracle, what)
 	f.After, f.Run = time.Since(start), 1
 	x.Findings, x.Runs = append(x.Findings, f), 1
@@ -160,8 +161,8 @@ func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.
 // save writes the campaign's report, explore.json and explore.md.
 func (c *campaign) save(rep *report.Report, x *report.Campaign) error {
 	x.Causes = report.GroupFindings(x.Findings)
-	return errors.Join(write(rep, c.o.Artifacts), x.Save(c.o.Artifacts),
-		os.WriteFile(filepath.Join(c.o.Artifacts, "explore.md"), []byte(x.Summary(c.e.o.Set.OperatorFile, true)), 0o644))
+	return errors.Join(htmlreport.Save(rep, c.o.Artifacts), x.Save(c.o.Artifacts),
+		os.WriteFile(filepath.Join(c.o.Artifacts, "explore.md"), []byte(x.Summary(c.e.Set().OperatorFile, true)), 0o644))
 }
 
 // over says whether the campaign stops before its i-th run: its budget
@@ -169,10 +170,10 @@ func (c *campaign) save(rep *report.Report, x *report.Campaign) error {
 func (c *campaign) over(ctx context.Context, start time.Time, x *report.Campaign, i, planned int) bool {
 	switch {
 	case time.Since(start) > c.o.Budget || ctx.Err() != nil:
-		c.e.logf("explore: the budget of %s is spent after %d of %d runs", c.o.Budget, i, planned)
+		c.e.Logf("explore: the budget of %s is spent after %d of %d runs", c.o.Budget, i, planned)
 		return true
 	case c.o.MaxFindings > 0 && len(x.Findings) >= c.o.MaxFindings:
-		c.e.logf("explore: %d findings, as many as --max-findings asks, after %d of %d runs", len(x.Findings), i, planned)
+		c.e.Logf("explore: %d findings, as many as --max-findings asks, after %d of %d runs", len(x.Findings), i, planned)
 		return true
 	}
 	return false
@@ -184,17 +185,18 @@ func (c *campaign) over(ctx context.Context, start time.Time, x *report.Campaign
 // (faultplan.NewKills), once per field and write: a change an operator
 // makes only when asked, cut in the middle. What either wrote while its
 // resource was deleted is no change of the spec's.
-func (c *campaign) followUps(ctx context.Context, i, planned int, seq []explore.Step, ran, converged time.Time, x *report.Campaign, start time.Time) []*report.Result {
-	if c.refWrites == nil || c.e.view == nil {
+func (c *campaign) followUps(ctx context.Context, i, planned int, seq []space.Step, ran, converged time.Time, x *report.Campaign, start time.Time) []*report.Result {
+	reqs, viewed := c.e.Requests()
+	if c.refWrites == nil || !viewed {
 		return nil
 	}
 	if c.followed == nil {
 		c.followed = map[string]bool{}
 	}
-	run, _ := faultplan.Writes(c.e.view.proxy.Requests(), ran, converged, c.plural)
+	run, _ := faultplan.Writes(reqs, ran, converged, c.plural)
 	var out []*report.Result
 	for _, f := range faultplan.NewKills(c.refWrites, run, menuHold) {
-		key := strings.Join(explore.FieldsOf(seq), ",") + " " + f.Requests.Verb + " " + f.Requests.Resource
+		key := strings.Join(space.FieldsOf(seq), ",") + " " + f.Requests.Verb + " " + f.Requests.Resource
 		if c.followed[key] {
 			continue
 		}
@@ -203,24 +205,24 @@ func (c *campaign) followUps(ctx context.Context, i, planned int, seq []explore.
 		}
 		c.followed[key] = true
 		name := fmt.Sprintf("explore-%d-after-%s-%s", i+1, f.Requests.Verb, f.Requests.Resource)
-		out = append(out, c.try(ctx, name, ScenarioSeed(c.o.Seed, i), seq, &f, x, start))
+		out = append(out, c.try(ctx, name, engine.ScenarioSeed(c.o.Seed, i), seq, &f, x, start))
 	}
 	return out
 }
 
 // try runs a sequence as the run name, judges it and, when it broke an
 // oracle, shrinks it into a finding of x.
-func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []explore.Step, fault *scenario.Fault, x *report.Campaign, start time.Time) *report.Result {
+func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []space.Step, fault *scenario.Fault, x *report.Campaign, start time.Time) *report.Result {
 	res := c.run(ctx, name, seq, fault, seed, c.o.Artifacts)
 	x.Runs++
 	if ctx.Err() != nil {
 		// Interrupted (the budget's context, a signal): what it saw last
 		// is no verdict on the operator.
-		c.e.logf("%s (%s): interrupted, not judged", name, res.Description)
+		c.e.Logf("%s (%s): interrupted, not judged", name, res.Description)
 		res.Unjudged = "interrupted (the campaign's budget or a signal): what it saw last is no verdict on the operator"
 		return res
 	}
-	all, what := report.Judge(res, explore.SetBy(seq))
+	all, what := report.Judge(res, space.SetBy(seq))
 	switch {
 	case len(all) > 0 || res.Verdict() != report.Failed:
 	case strings.HasPrefix(what, "refused"):
@@ -228,8 +230,8 @@ func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []expl
 	default: // not judged: the fault never fired, or only the deletion hung
 		res.Unjudged = what
 	}
-	c.e.logf("%s (%s): %s", name, res.Description, what)
-	b, again := firstNewCause(x.Findings, all, explore.Strings(seq), fault)
+	c.e.Logf("%s (%s): %s", name, res.Description, what)
+	b, again := firstNewCause(x.Findings, all, space.Strings(seq), fault)
 	switch {
 	case b != nil:
 		f := c.finding(ctx, name, seq, fault, b.Oracle, b.What)
@@ -239,7 +241,7 @@ func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []expl
 	case again >= 0:
 		f := &x.Findings[again]
 		f.Again = append(f.Again, name)
-		c.e.logf("%s: the cause of %s again (%q), counted there, not shrunk", name, f.Scenario, f.Oracle)
+		c.e.Logf("%s: the cause of %s again (%q), counted there, not shrunk", name, f.Scenario, f.Oracle)
 	}
 	return res
 }
@@ -270,40 +272,40 @@ func firstNewCause(findings []report.Finding, all []report.Broken, steps []strin
 // finding shrinks a failing sequence to the fewest steps that break the
 // same oracle, then leaves its fault out if the oracle breaks without
 // it, and writes what is left as a scenario file.
-func (c *campaign) finding(ctx context.Context, name string, seq []explore.Step, fault *scenario.Fault, oracle, what string) report.Finding {
+func (c *campaign) finding(ctx context.Context, name string, seq []space.Step, fault *scenario.Fault, oracle, what string) report.Finding {
 	e, o := c.e, c.o
-	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: explore.Strings(seq)}
+	f := report.Finding{Scenario: name, Oracle: oracle, What: what, Steps: space.Strings(seq)}
 	n := 0
-	fails := func(try []explore.Step, fault *scenario.Fault) bool {
+	fails := func(try []space.Step, fault *scenario.Fault) bool {
 		n++
-		res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, fault, ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
-		still := slices.Contains(report.BrokenOracles(res, explore.SetBy(try)), oracle)
-		e.logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[still])
+		res := c.run(ctx, fmt.Sprintf("%s-shrink-%d", name, n), try, fault, engine.ScenarioSeed(o.Seed, 0), filepath.Join(o.Artifacts, "shrink"))
+		still := slices.Contains(report.BrokenOracles(res, space.SetBy(try)), oracle)
+		e.Logf("%s: shrinking, %s: %s", name, c.scenario(name, try, fault).Metadata.Description, map[bool]string{true: "still fails", false: "passes"}[still])
 		return still
 	}
 	shrunk := seq
 	if !o.NoShrink {
 		if len(seq) > 1 {
-			shrunk = explore.Shrink(seq, func(try []explore.Step) bool { return fails(try, fault) })
+			shrunk = space.Shrink(seq, func(try []space.Step) bool { return fails(try, fault) })
 		}
 		if fault != nil && fails(shrunk, nil) {
 			fault = nil
 		}
 	}
-	f.Shrunk, f.Fields = explore.Strings(shrunk), explore.SetBy(shrunk)
+	f.Shrunk, f.Fields = space.Strings(shrunk), space.SetBy(shrunk)
 	if fault != nil {
 		f.Fault, f.FaultAction = fault.Describe(), fault.Action
 	}
 	s := c.scenario(name, shrunk, fault)
 	s.Spec.Resource.ConvergeWithin = c.base.Spec.Resource.ConvergeWithin
 	s.Spec.Resource.DeleteWithin = c.base.Spec.Resource.DeleteWithin
-	file, err := e.writeFinding(o.Artifacts, s, oracle, what)
+	file, err := c.writeFinding(o.Artifacts, s, oracle, what)
 	if err != nil {
 		f.File = "not written: " + err.Error()
 		return f
 	}
 	f.File = file
-	e.logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, explore.Describe(shrunk), file)
+	e.Logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, space.Describe(shrunk), file)
 	return f
 }
 
@@ -322,20 +324,21 @@ func campaignStillness(base *scenario.Scenario) time.Duration {
 	return campaignStableFor
 }
 
-// campaignScenario is the base scenario with the sequence's steps as its
+// campaignScenario is the campaign's base scenario with the sequence's steps as its
 // actions, each but the last followed by a wait to converge, no fault,
 // and the automatic oracles as its assertions. On a cluster an etcd-kv
 // workload (the ledger) is kept, so that no run may lose an acknowledged
 // write or leave a history that is not linearizable; a command workload
 // is the base scenario's own check of its fault, and goes.
-func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []explore.Step) *scenario.Scenario {
+func (c *campaign) campaignScenario(name string, seq []space.Step) *scenario.Scenario {
+	base := c.base
 	s := *base
-	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + explore.Describe(seq)}
+	s.Metadata = scenario.Metadata{Name: name, Description: "explore: " + space.Describe(seq)}
 	if len(seq) == 0 {
 		s.Metadata.Description = "explore: the starting resource, as it is, with no step"
 	}
 	s.Spec.Before = nil
-	if w := s.Spec.Workload; e.host != nil || w == nil || w.Kind != scenario.WorkloadEtcdKV {
+	if w := s.Spec.Workload; c.e.OnEnvtest() || w == nil || w.Kind != scenario.WorkloadEtcdKV {
 		s.Spec.Workload = nil
 	}
 	s.Spec.During = nil
@@ -348,6 +351,6 @@ func (e *Engine) campaignScenario(base *scenario.Scenario, name string, seq []ex
 	s.Spec.Fault = scenario.Fault{Action: scenario.ActionNone, Hold: metav1.Duration{Duration: time.Second}}
 	stable := metav1.Duration{Duration: campaignStillness(base)}
 	s.Spec.Assertions = scenario.Assertions{StableFor: &stable, SameAsFresh: true, TruthfulStatus: true, ChangesShow: true}
-	e.o.Set.Files[name] = e.o.Set.Files[base.Metadata.Name]
+	c.e.Set().Files[name] = c.e.Set().Files[base.Metadata.Name]
 	return &s
 }

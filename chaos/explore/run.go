@@ -1,10 +1,9 @@
-package engine
+package explore
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -12,15 +11,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gauntlet-dev/gauntlet/chaos/explore"
+	"github.com/gauntlet-dev/gauntlet/chaos/engine"
+	"github.com/gauntlet-dev/gauntlet/chaos/explore/space"
 	"github.com/gauntlet-dev/gauntlet/chaos/faultplan"
-	"github.com/gauntlet-dev/gauntlet/chaos/render"
+	"github.com/gauntlet-dev/gauntlet/chaos/htmlreport"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
-// ExploreOptions shape a campaign of `gauntlet explore`.
-type ExploreOptions struct {
+// Options shape a campaign of `gauntlet explore`.
+type Options struct {
 	// Base names the scenario the campaign starts from: its resource, its
 	// converged expressions and its variables (default: the set's first).
 	Base string
@@ -52,50 +52,50 @@ type ExploreOptions struct {
 	Artifacts string
 }
 
-// Explore runs a campaign on the engine's operator: single steps and
+// Run runs a campaign on the engine's operator: single steps and
 // sequences of spec changes generated from the CRD's schema, each judged
 // by the automatic oracles (it settles; it stays settled; it ends as a
 // fresh resource with its final spec does). A failing sequence is shrunk
 // and written as a scenario file under Artifacts/findings.
-func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report, *report.Campaign, error) {
+func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Campaign, error) {
 	start := time.Now()
-	o = exploreDefaults(o)
-	base, err := e.baseScenario(o.Base)
+	o = defaults(o)
+	base, err := baseScenario(e.Set(), o.Base)
 	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := e.baseObject(base)
+	obj, err := e.Object(base)
 	if err != nil {
 		return nil, nil, err
 	}
-	versions, err := e.servedVersions(ctx, obj)
+	versions, err := e.ServedVersions(ctx, obj)
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: e.host == nil, Set: e.setVariables()}
+	x := &report.Campaign{Base: base.Metadata.Name, Seed: o.Seed, OnCluster: !e.OnEnvtest(), Set: setVariables(e.Overrides())}
 	if o.Shards > 1 {
 		x.Shard = fmt.Sprintf("%d/%d", o.Shard, o.Shards)
 	}
-	steps, err := generate(x, versions[0].spec, obj, o.SkipFields)
+	steps, err := generate(x, versions[0].Spec, obj, o.SkipFields)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the %s CRD's schema of spec (version %s): %w", obj.GetKind(), versions[0].name, err)
+		return nil, nil, fmt.Errorf("the %s CRD's schema of spec (version %s): %w", obj.GetKind(), versions[0].Name, err)
 	}
-	admitted, err := e.admitted(ctx, base, obj, steps, versions, x)
+	allowed, err := admitted(ctx, e, base, obj, steps, versions, x)
 	if err != nil {
 		return nil, nil, err
 	}
 	refused := x.Refused
-	plan := explore.Plan(admitted, o.Seed, o.Sequences, o.MaxSteps, obj.Object)
-	e.logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
-		len(x.Fields), obj.GetKind(), len(x.Skipped), len(admitted), len(refused), len(plan))
+	plan := space.Plan(allowed, o.Seed, o.Sequences, o.MaxSteps, obj.Object)
+	e.Logf("explore: %d fields of %s (%d skipped), %d values tried alone, %d refused by the API server; %d runs planned",
+		len(x.Fields), obj.GetKind(), len(x.Skipped), len(allowed), len(refused), len(plan))
 
 	c := &campaign{e: e, o: o, base: base}
 	// A fault's hold ends once the operator is still: hundreds of runs
 	// would otherwise wait out holds sized for its busiest step.
-	e.stillHolds = campaignStillness(base)
-	defer func() { e.stillHolds = 0 }()
+	e.EndHoldsWhenStill(campaignStillness(base))
+	defer e.EndHoldsWhenStill(0)
 	refStart := time.Now()
-	refRes, ref, err := e.referenceRun(ctx, base, o.Seed, o.Artifacts)
+	refRes, ref, err := e.ReferenceRun(ctx, base, o.Seed, o.Artifacts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,14 +109,15 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 		return c.unsettled(ctx, refRes, x, start)
 	}
 	c.learned.Observe(ref)
-	e.logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
-		c.patience(), c.deletionPatience(), explore.PatienceFactor, e.slowestConverge.Round(time.Millisecond), e.slowestDeletion.Round(time.Millisecond), explore.PatienceFloor)
+	converge, deletion := e.Slowest()
+	e.Logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
+		c.patience(), c.deletionPatience(), space.PatienceFactor, converge.Round(time.Millisecond), deletion.Round(time.Millisecond), space.PatienceFloor)
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		menu := c.learnFaults(refStart, refRes.Phases.Converged, ref)
-		sweep, swept := faultplan.Sweep(admitted, menu, o.Seed, ref.Plural, obj.Object)
+		sweep, swept := faultplan.Sweep(allowed, menu, o.Seed, ref.Plural, obj.Object)
 		plan, faults = faultplan.Alternate(sweep, swept, plan, faultplan.For(plan, menu, o.Seed))
-		e.logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
+		e.Logf("explore: %d faults learned from the reference run, each held once early (every other run) while one value changes, then over half the sequences", len(menu))
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())
@@ -137,8 +138,8 @@ func (e *Engine) Explore(ctx context.Context, o ExploreOptions) (*report.Report,
 // runPlan runs the shard's sequences of the plan until the budget is
 // spent, each under its fault (if any), noting when each field was first
 // changed, and returns the steps it ran.
-func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []*scenario.Fault, x *report.Campaign, rep *report.Report, start time.Time) ([]explore.Step, error) {
-	var steps []explore.Step
+func (c *campaign) runPlan(ctx context.Context, plan [][]space.Step, faults []*scenario.Fault, x *report.Campaign, rep *report.Report, start time.Time) ([]space.Step, error) {
+	var steps []space.Step
 	x.CoveredAfter = map[string]time.Duration{}
 	for i, seq := range plan {
 		if !c.o.mine(i) {
@@ -152,7 +153,7 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 			fault = faults[i]
 		}
 		ran := time.Now()
-		res := c.try(ctx, fmt.Sprintf("explore-%d", i+1), ScenarioSeed(c.o.Seed, i), seq, fault, x, start)
+		res := c.try(ctx, fmt.Sprintf("explore-%d", i+1), engine.ScenarioSeed(c.o.Seed, i), seq, fault, x, start)
 		rep.Results = append(rep.Results, res)
 		if fault == nil && !res.Phases.Converged.IsZero() {
 			rep.Results = append(rep.Results, c.followUps(ctx, i, len(plan), seq, ran, res.Phases.Converged, x, start)...)
@@ -169,7 +170,7 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 		if x.AllCoveredAfter == 0 && len(x.CoveredAfter) == len(x.Fields) {
 			x.AllCoveredAfter = time.Since(start)
 		}
-		if err := write(rep, c.o.Artifacts); err != nil {
+		if err := htmlreport.Save(rep, c.o.Artifacts); err != nil {
 			return steps, err
 		}
 	}
@@ -180,10 +181,10 @@ func (c *campaign) runPlan(ctx context.Context, plan [][]explore.Step, faults []
 // the campaign does not skip, each candidate value, inside new parents
 // where obj lacks them and with the switches it waits for on; then each
 // optional part of obj's spec unset.
-func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) ([]explore.Step, error) {
-	fields, skipped := explore.Fields(specSchema)
+func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, obj *unstructured.Unstructured, skip []string) ([]space.Step, error) {
+	fields, skipped := space.Fields(specSchema)
 	x.Skipped = skipped
-	var steps []explore.Step
+	var steps []space.Step
 	for _, f := range fields {
 		if skipField(skip, f.String()) {
 			x.Skipped = append(x.Skipped, f.String()+" (--skip-field)")
@@ -192,9 +193,9 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 		x.Fields = append(x.Fields, f.String())
 		cur, _, _ := unstructured.NestedFieldNoCopy(obj.Object, f.Path...)
 		missing := missingParents(obj, f.Path)
-		steps = append(steps, explore.Steps(specSchema, f, cur, missing, obj.Object)...)
+		steps = append(steps, space.Steps(specSchema, f, cur, missing, obj.Object)...)
 	}
-	for _, st := range explore.Removals(specSchema, obj.Object) {
+	for _, st := range space.Removals(specSchema, obj.Object) {
 		if !skipField(skip, st.Field()) {
 			steps = append(steps, st)
 		}
@@ -207,7 +208,7 @@ func generate(x *report.Campaign, specSchema *apiextensionsv1.JSONSchemaProps, o
 }
 
 // mine says whether the plan's i-th sequence is this shard's.
-func (o ExploreOptions) mine(i int) bool {
+func (o Options) mine(i int) bool {
 	return o.Shards <= 1 || i%o.Shards == o.Shard
 }
 
@@ -215,7 +216,7 @@ func (o ExploreOptions) mine(i int) bool {
 // time the bug benchmark allows a campaign to find a bug in.
 const defaultExploreBudget = 30 * time.Minute
 
-func exploreDefaults(o ExploreOptions) ExploreOptions {
+func defaults(o Options) Options {
 	if o.Sequences == 0 {
 		o.Sequences = 10
 	}
@@ -228,36 +229,23 @@ func exploreDefaults(o ExploreOptions) ExploreOptions {
 	return o
 }
 
-// baseScenario is the scenario named (or the first).
-func (e *Engine) baseScenario(name string) (*scenario.Scenario, error) {
-	for _, s := range e.o.Set.Scenarios {
+// baseScenario is the set's scenario named (or the first).
+func baseScenario(set *scenario.Set, name string) (*scenario.Scenario, error) {
+	for _, s := range set.Scenarios {
 		if name == "" || s.Metadata.Name == name {
 			return s, nil
 		}
 	}
 	if name == "" {
-		return nil, fmt.Errorf("explore starts from a scenario's resource: %s has no Scenario file", e.o.Set.OperatorFile)
+		return nil, fmt.Errorf("explore starts from a scenario's resource: %s has no Scenario file", set.OperatorFile)
 	}
 	return nil, fmt.Errorf("--base %q: no such scenario", name)
 }
 
-// baseObject is the base scenario's resource, variables expanded.
-func (e *Engine) baseObject(s *scenario.Scenario) (*unstructured.Unstructured, error) {
-	objs, err := render.Objects(scenario.Beside(filepath.Dir(e.o.Set.Files[s.Metadata.Name]), s.Spec.Resource.Manifest),
-		render.Vars{Overrides: e.o.Overrides, Defaults: s.Spec.Variables})
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) != 1 {
-		return nil, fmt.Errorf("%s holds %d objects, want 1", s.Spec.Resource.Manifest, len(objs))
-	}
-	return objs[0], nil
-}
-
 // classify is the first oracle a run broke, with the refusal oracle for
 // the fields its steps set (report.Oracle).
-func classify(res *report.Result, seq []explore.Step) (oracle, what string) {
-	return report.Oracle(res, explore.SetBy(seq))
+func classify(res *report.Result, seq []space.Step) (oracle, what string) {
+	return report.Oracle(res, space.SetBy(seq))
 }
 
 // missingParents counts the objects on path (spec and the field itself
@@ -274,28 +262,4 @@ func missingParents(obj *unstructured.Unstructured, path []string) int {
 // skipField says whether field is one of skip or under one.
 func skipField(skip []string, field string) bool {
 	return slices.ContainsFunc(skip, func(s string) bool { return field == s || strings.HasPrefix(field, s+".") })
-}
-
-// refusedIn is report.NamedInCondition over the conditions u shows for its
-// generation (a condition's own observedGeneration, else the status's:
-// an operator that refuses a spec may leave the status's behind), for
-// the fields the campaign's run set ("" outside one).
-func (r *run) refusedIn(u *unstructured.Unstructured) string {
-	fields := r.e.refusable[r.s.Metadata.Name]
-	if len(fields) == 0 {
-		return ""
-	}
-	// A condition says which generation it speaks of, or the status does.
-	observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	var current []report.Condition
-	for _, c := range conditionsOf(u) {
-		gen := c.ObservedGeneration
-		if gen == 0 && found {
-			gen = observed
-		}
-		if gen == 0 || gen >= u.GetGeneration() {
-			current = append(current, reportCondition(c))
-		}
-	}
-	return report.NamedInCondition(current, fields)
 }

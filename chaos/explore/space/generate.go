@@ -1,10 +1,4 @@
-// Package explore generates what `gauntlet explore` tries on an operator:
-// changes to its custom resource's spec drawn from the CRD's structural
-// schema (types, enums, bounds, lengths, defaults), put in seeded
-// sequences, and shrinks a failing sequence to the fewest steps that still
-// fail. It knows no operator and no cluster: the engine runs what it
-// plans as scenarios and judges them.
-package explore
+package space
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package engine
+package explore
 
 import (
 	"encoding/json"
@@ -18,13 +18,13 @@ import (
 // writeFinding writes the shrunk sequence as a scenario file beside a
 // copy of the base resource's manifest, under dir/findings, laid out as
 // a person writes one.
-func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what string) (string, error) {
+func (c *campaign) writeFinding(dir string, s *scenario.Scenario, oracle, what string) (string, error) {
 	name := s.Metadata.Name
 	out := filepath.Join(dir, "findings")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	manifest, err := os.ReadFile(scenario.Beside(filepath.Dir(e.o.Set.Files[name]), s.Spec.Resource.Manifest))
+	manifest, err := os.ReadFile(scenario.Beside(filepath.Dir(c.e.Set().Files[name]), s.Spec.Resource.Manifest))
 	if err != nil {
 		return "", err
 	}
@@ -33,7 +33,7 @@ func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what str
 		return "", err
 	}
 	file := filepath.Join(out, name+".yaml")
-	b, err := findingYAML(s, oracle, what, e.replayCommand(file))
+	b, err := findingYAML(s, oracle, what, c.replayCommand(file))
 	if err != nil {
 		return "", err
 	}
@@ -42,19 +42,19 @@ func (e *Engine) writeFinding(dir string, s *scenario.Scenario, oracle, what str
 
 // replayCommand is the command that replays a finding's file where the
 // campaign ran: envtest, or a cluster (kind, or --kubeconfig's).
-func (e *Engine) replayCommand(file string) string {
+func (c *campaign) replayCommand(file string) string {
 	where := ""
-	if e.host != nil {
+	if c.e.OnEnvtest() {
 		where = "--envtest "
 	}
-	return fmt.Sprintf("gauntlet run %s-f %s -f %s%s", where, e.o.Set.OperatorFile, file, report.SetFlags(e.setVariables()))
+	return fmt.Sprintf("gauntlet run %s-f %s -f %s%s", where, c.e.Set().OperatorFile, file, report.SetFlags(setVariables(c.e.Overrides())))
 }
 
-// setVariables are the run's --set variables, NAME=VALUE, by name.
-func (e *Engine) setVariables() []string {
-	out := make([]string, 0, len(e.o.Overrides))
-	for _, k := range slices.Sorted(maps.Keys(e.o.Overrides)) {
-		out = append(out, k+"="+e.o.Overrides[k])
+// setVariables are the --set variables, NAME=VALUE, by name.
+func setVariables(overrides map[string]string) []string {
+	out := make([]string, 0, len(overrides))
+	for _, k := range slices.Sorted(maps.Keys(overrides)) {
+		out = append(out, k+"="+overrides[k])
 	}
 	return out
 }

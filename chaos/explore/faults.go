@@ -1,4 +1,4 @@
-package engine
+package explore
 
 import (
 	"iter"
@@ -29,15 +29,15 @@ const (
 // converged, which the follow-up kills compare a run's with. With no API
 // proxy (no view faults) the menu is empty.
 func (c *campaign) learnFaults(refStart, converged time.Time, ref *compare.State) []scenario.Fault {
-	if c.e.view == nil {
+	reqs, viewed := c.e.Requests()
+	if !viewed {
 		return nil
 	}
-	reqs := c.e.view.proxy.Requests()
 	verbs, status := faultplan.Writes(reqs, refStart, time.Time{}, ref.Plural)
 	c.refWrites, _ = faultplan.Writes(reqs, refStart, converged, ref.Plural)
 	c.plural = ref.Plural
 	var menu []scenario.Fault
-	menu, c.roles = c.e.faultMenu(verbs, status, ref, c.base.Spec.Roles)
+	menu, c.roles = faultMenu(c.e.OnEnvtest(), verbs, status, ref, c.base.Spec.Roles)
 	return menu
 }
 
@@ -53,7 +53,7 @@ func (c *campaign) learnFaults(refStart, converged time.Time, ref *compare.State
 // cluster, of each role the base scenario names. Nothing in it is known
 // of the operator beforehand. It returns the roles its faults target that
 // the base does not define, for the scenarios that hold them.
-func (e *Engine) faultMenu(verbs map[string][]string, status bool, ref *compare.State, roles map[string]scenario.Role) ([]scenario.Fault, map[string]scenario.Role) {
+func faultMenu(onEnvtest bool, verbs map[string][]string, status bool, ref *compare.State, roles map[string]scenario.Role) ([]scenario.Fault, map[string]scenario.Role) {
 	plural := ref.Plural
 	added := map[string]scenario.Role{faultplan.Operator: {Operator: true}}
 	hold := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
@@ -99,7 +99,7 @@ func (e *Engine) faultMenu(verbs map[string][]string, status bool, ref *compare.
 			menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(menuHold)})
 		}
 	}
-	if e.host == nil {
+	if !onEnvtest {
 		for _, name := range slices.Sorted(maps.Keys(roles)) {
 			if r := roles[name]; !r.Operator && !r.APIServer {
 				menu = append(menu, scenario.Fault{Action: scenario.ActionPodKill, Target: name, Hold: hold(menuHold)})
