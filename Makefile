@@ -122,10 +122,10 @@ verify-generated: manifests generate chaos-crds ## Fail when generated files dif
 # A package of chaos/ holds at most 2,000 lines of non-test Go: four files
 # at the file cap, what one reviewer reads whole in a sitting, and above
 # chaos/scenario (the file format, 1,712), the largest package cut along
-# one concern. chaos/engine is allowed 5,200 (5,118 with the campaign
-# moved out to chaos/explore) while the oracles move out of it; each move
-# lowers the number.
-SIZES_PACKAGES := -packages chaos -max-package-lines 2000 -package-allow chaos/engine=5200
+# one concern. chaos/engine is allowed 5,000 (4,905 with the campaign in
+# chaos/explore and the view faults in chaos/viewfault) while the oracles
+# move out of it; each move lowers the number.
+SIZES_PACKAGES := -packages chaos -max-package-lines 2000 -package-allow chaos/engine=5000
 
 .PHONY: verify
 verify: ## Fail when git tracks build output (an executable, or a file over 1 MiB not on ci/verify-tree.sh's allow-list), or a Go file, function or chaos/ package is too long to hold (ci/sizes: 500, 80 and 2,000 lines).

@@ -93,7 +93,7 @@ func (r *run) awaitObserved(ctx context.Context) {
 	}
 	err := framework.PollFor(ctx, "the operator to see "+r.obj.GetKind()+" "+r.obj.GetName()+" at resourceVersion "+r.wroteRV, observeWithin, 100*time.Millisecond,
 		func(context.Context) (bool, string, error) {
-			seen, why := v.proxy.Seen(apiproxy.Info{Resource: r.gvr.Resource, Namespace: r.ns, Name: r.obj.GetName()}, r.wroteRV, quietFor, apiproxy.NotState...)
+			seen, why := v.Proxy.Seen(apiproxy.Info{Resource: r.gvr.Resource, Namespace: r.ns, Name: r.obj.GetName()}, r.wroteRV, quietFor, apiproxy.NotState...)
 			return seen, why, nil
 		})
 	if err != nil && ctx.Err() == nil {

@@ -196,7 +196,7 @@ func ownersOf(u *unstructured.Unstructured) string {
 // finalizer may redo the deletion's own steps (labelling pods), which is
 // harmless.
 func (r *run) writesAfterRelease(deleted time.Time, owned map[string]bool) {
-	writes, where := releasedWrites(r.e.view.proxy.Requests(), r.ns, r.gvr.Resource, r.obj.GetName(), deleted, owned)
+	writes, where := releasedWrites(r.e.view.Proxy.Requests(), r.ns, r.gvr.Resource, r.obj.GetName(), deleted, owned)
 	c := report.Check{Kind: "operator", Name: "no write once the resource is released", Value: "none",
 		Budget: "none of its children after its last finalizer is removed", Where: where}
 	if len(writes) > 0 {

@@ -82,5 +82,5 @@ func (r *run) refusedWrites(since time.Time) []string {
 	if r.e.view == nil {
 		return nil
 	}
-	return apiproxy.RefusedWrites(r.e.view.proxy.Requests(), since)
+	return apiproxy.RefusedWrites(r.e.view.Proxy.Requests(), since)
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/chaos/viewfault"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
@@ -121,7 +122,7 @@ type Engine struct {
 	// view is the API proxy in front of the operator, set on envtest and
 	// on a kind cluster whose set has view faults; proxyAddr is where the
 	// cluster's pods reach it.
-	view      *viewAccess
+	view      *viewfault.Access
 	proxyAddr string
 	// relay is set when the operator's pods reach the proxy through the
 	// API relay.
@@ -304,7 +305,7 @@ func (e *Engine) Teardown() error {
 		cancel()
 	}
 	if e.view != nil {
-		_ = e.view.proxy.Close()
+		_ = e.view.Proxy.Close()
 	}
 	return errors.Join(err, e.Cluster.Teardown())
 }
@@ -379,7 +380,7 @@ func (e *Engine) Requests() ([]apiproxy.Request, bool) {
 	if e.view == nil {
 		return nil, false
 	}
-	return e.view.proxy.Requests(), true
+	return e.view.Proxy.Requests(), true
 }
 
 // deployOperator renders the operator's manifests, swaps its images,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/envtesthost"
+	"github.com/gauntlet-dev/gauntlet/chaos/viewfault"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
@@ -74,9 +75,9 @@ func (e *Engine) setupEnvtest(ctx context.Context) error {
 	if err := h.StartOperator(ctx, envtesthost.Operator{Dir: dir, Process: pr, Vars: e.opVars, Token: token, ServiceAccount: sa}); err != nil {
 		return err
 	}
-	e.view = &viewAccess{proxy: h.Proxy,
-		kill:   func(context.Context) error { return h.Kill() },
-		target: func(context.Context) (chaosmesh.Pods, error) { return h.Target(), nil }}
+	e.view = &viewfault.Access{Proxy: h.Proxy,
+		Kill:   func(context.Context) error { return h.Kill() },
+		Target: func(context.Context) (chaosmesh.Pods, error) { return h.Target(), nil }}
 	return nil
 }
 

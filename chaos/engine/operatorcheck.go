@@ -327,7 +327,7 @@ func (r *run) awaitQuiet(ctx context.Context, quiet, bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
 		last := r.started
-		for _, q := range r.e.view.proxy.Requests() {
+		for _, q := range r.e.view.Proxy.Requests() {
 			if q.At.After(last) && q.StateWrite() {
 				last = q.At
 			}
@@ -405,7 +405,7 @@ func (r *run) stateWriteList(since time.Time) []string {
 	if r.e.view == nil {
 		return nil
 	}
-	return apiproxy.StateWrites(r.e.view.proxy.Requests(), since)
+	return apiproxy.StateWrites(r.e.view.Proxy.Requests(), since)
 }
 
 // deletes counts the operator's deletes that succeeded since then, by
@@ -414,7 +414,7 @@ func (r *run) deletes(since time.Time) map[string]int {
 	if r.e.view == nil {
 		return nil
 	}
-	return apiproxy.Deletes(r.e.view.proxy.Requests(), since)
+	return apiproxy.Deletes(r.e.view.Proxy.Requests(), since)
 }
 
 // reconcileErrors is the operator's controller_runtime_reconcile_errors_total

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
+	"github.com/gauntlet-dev/gauntlet/chaos/viewfault"
 )
 
 // viaRelay says whether the operator's pods reach the API proxy through
@@ -31,7 +32,7 @@ func (e *Engine) startRelayedProxy(ctx context.Context) error {
 		Image: e.relayImage(), ProxyLog: e.proxyLog(), Logf: e.logf})
 	if r != nil {
 		e.relay = r
-		e.view = &viewAccess{proxy: r.Proxy, kill: e.killOperatorPods, target: e.operatorTarget}
+		e.view = &viewfault.Access{Proxy: r.Proxy, Kill: e.killOperatorPods, Target: e.operatorTarget}
 		e.proxyAddr = r.Address
 	}
 	return err

@@ -14,16 +14,10 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/relay"
+	"github.com/gauntlet-dev/gauntlet/chaos/viewfault"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
-
-// proxyCAConfigMap holds the proxy's CA in the operator's namespace.
-const proxyCAConfigMap = "gauntlet-api-proxy-ca"
-
-// serviceAccountDir is where client-go's in-cluster configuration reads
-// the token, the CA and the namespace.
-const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // proxied says whether the operator works through the API proxy on a
 // cluster: some scenario of the set makes a view fault, or the caller
@@ -45,7 +39,7 @@ func (e *Engine) startClusterProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.view = &viewAccess{proxy: p, kill: e.killOperatorPods, target: e.operatorTarget}
+	e.view = &viewfault.Access{Proxy: p, Kill: e.killOperatorPods, Target: e.operatorTarget}
 	e.proxyAddr = net.JoinHostPort(ip.String(), strconv.Itoa(p.Port()))
 	e.logf("API proxy for the view faults at https://%s: the operator's pods are rewired to it", e.proxyAddr)
 	return nil
@@ -66,7 +60,7 @@ func (e *Engine) awaitProxiedOperator(ctx context.Context) error {
 	}
 	err := framework.PollFor(ctx, "the operator's first request through the API proxy", firstProxiedRequestWithin, 500*time.Millisecond,
 		func(context.Context) (bool, string, error) {
-			return len(e.view.proxy.Requests()) > 0, "no request yet at https://" + e.proxyAddr, nil
+			return len(e.view.Proxy.Requests()) > 0, "no request yet at https://" + e.proxyAddr, nil
 		})
 	if err != nil {
 		return fmt.Errorf("the operator's pods do not reach the API proxy at %s (%s): %w", e.proxyAddr, e.proxyHint(), err)
@@ -96,31 +90,22 @@ func (e *Engine) proxyHint() string {
 // ready yet: none of its requests reached the proxy in the 45 s since
 // it was deployed.
 func (e *Engine) unreachedProxy(deployed time.Time) error {
-	if e.view == nil || e.host != nil || time.Since(deployed) < unreachedProxyAfter || len(e.view.proxy.Requests()) > 0 {
+	if e.view == nil || e.host != nil || time.Since(deployed) < unreachedProxyAfter || len(e.view.Proxy.Requests()) > 0 {
 		return nil
 	}
 	return fmt.Errorf("the operator's pods are not ready and none of their requests reached the API proxy at %s in %s (%s)",
 		e.proxyAddr, time.Since(deployed).Round(time.Second), e.proxyHint())
 }
 
-// rewire points the operator's pods at the proxy: their in-cluster client
-// reads the API server's address from KUBERNETES_SERVICE_HOST and _PORT,
-// and its CA, token and namespace from the ServiceAccount folder, which
-// becomes a projected volume of the pod's own token, the proxy's CA and
-// the namespace. The token is the pod's ServiceAccount's, so the proxy
-// forwards with exactly the operator's permissions. It returns the objects
-// with the CA's ConfigMap added.
+// rewire points the operator's workloads' pods at the proxy
+// (viewfault.Rewire) and returns the objects with the proxy's CA added.
 func (e *Engine) rewire(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	host, port, err := net.SplitHostPort(e.proxyAddr)
-	if err != nil {
-		return nil, err
-	}
 	n := 0
 	for _, u := range objs {
 		if !e.isOperatorWorkload(u) {
 			continue
 		}
-		if err := rewirePodSpec(u, host, port); err != nil {
+		if err := viewfault.Rewire(u, e.proxyAddr); err != nil {
 			return nil, fmt.Errorf("rewiring %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		n++
@@ -128,43 +113,7 @@ func (e *Engine) rewire(objs []*unstructured.Unstructured) ([]*unstructured.Unst
 	if n == 0 {
 		return nil, e.noOperatorWorkload()
 	}
-	cm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": proxyCAConfigMap, "namespace": e.operator.Namespace},
-		"data":     map[string]any{"ca.crt": string(e.view.proxy.CAData())},
-	}}
-	return append(objs, cm), nil
-}
-
-func rewirePodSpec(u *unstructured.Unstructured, host, port string) error {
-	spec, _, err := unstructured.NestedMap(u.Object, "spec", "template", "spec")
-	if err != nil {
-		return err
-	}
-	spec["automountServiceAccountToken"] = false
-	volumes, _ := spec["volumes"].([]any)
-	spec["volumes"] = append(volumes, map[string]any{
-		"name": "gauntlet-api-proxy",
-		"projected": map[string]any{"sources": []any{
-			map[string]any{"serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": int64(3607)}},
-			map[string]any{"configMap": map[string]any{"name": proxyCAConfigMap, "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
-			map[string]any{"downwardAPI": map[string]any{"items": []any{map[string]any{"path": "namespace", "fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}}}},
-		}},
-	})
-	containers, _ := spec["containers"].([]any)
-	for _, c := range containers {
-		cm, ok := c.(map[string]any)
-		if !ok {
-			continue
-		}
-		env, _ := cm["env"].([]any)
-		cm["env"] = append(env,
-			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": host},
-			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": port})
-		mounts, _ := cm["volumeMounts"].([]any)
-		cm["volumeMounts"] = append(mounts, map[string]any{"name": "gauntlet-api-proxy", "mountPath": serviceAccountDir, "readOnly": true})
-	}
-	return unstructured.SetNestedMap(u.Object, spec, "spec", "template", "spec")
+	return append(objs, viewfault.CA(e.operator.Namespace, e.view.Proxy.CAData())), nil
 }
 
 // killOperatorPods kills the operator's pods at once (no grace period),

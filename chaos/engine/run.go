@@ -174,7 +174,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	if v := e.view; v != nil {
 		// Each run draws its probabilities afresh from its seed: a twin
 		// and its faulted run, or a replay of one scenario, draw alike.
-		v.proxy.Reseed(seed)
+		v.Proxy.Reseed(seed)
 		defer r.recordInjections()
 	}
 	if err := r.create(ctx); err != nil {
@@ -182,7 +182,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	}
 	if v := e.view; v != nil {
 		r.budget = &budgetGuard{client: e.Client, ns: r.ns}
-		defer r.budget.watch(v.proxy)()
+		defer r.budget.watch(v.Proxy)()
 	}
 	if err := r.firstConverged(ctx); err != nil {
 		return r.fail("%v", err)
@@ -255,7 +255,7 @@ func (r *run) trial(ctx context.Context, seed uint64) *report.Run {
 			return r.experiment(ctx, f)
 		},
 		During:    func(ctx context.Context) error { return r.during(ctx, rng) },
-		Still:     r.still(),
+		Still:     r.e.view.Still(r.e.stillHolds),
 		Converged: r.waitConverged,
 	}, seed)
 }
@@ -430,7 +430,7 @@ func (r *run) deleteResource(ctx context.Context) error {
 // recordInjections copies what the proxy did during the run into the
 // result.
 func (r *run) recordInjections() {
-	for _, in := range r.e.view.proxy.Injected() {
+	for _, in := range r.e.view.Proxy.Injected() {
 		if in.At.Before(r.started) {
 			continue
 		}

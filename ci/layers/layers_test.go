@@ -30,8 +30,9 @@ var layers = [][]string{
 	// time, which scenarios run side by side.
 	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare",
 		"chaos/timeline", "chaos/parallel"},
-	// envtest in place of nodes; a campaign as an Indexed Job.
-	{"chaos/envtesthost", "chaos/shard"},
+	// envtest in place of nodes; a campaign as an Indexed Job; view
+	// faults made of the API proxy.
+	{"chaos/envtesthost", "chaos/shard", "chaos/viewfault"},
 	// Run a scenario and judge it.
 	{"chaos/engine"},
 	// A campaign of runs the engine makes and judges.
