@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -209,7 +210,7 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 		dryRun = []string{metav1.DryRunAll}
 	}
 	crdsDone := false
-	for _, u := range ordered {
+	for i, u := range ordered {
 		if !first(u) && !crdsDone {
 			crdsDone = true
 			if !o.DryRun {
@@ -219,6 +220,9 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 			}
 			cached.Invalidate()
 			mapper.Reset()
+			if err := unserved(mapper, ordered[i:]); err != nil {
+				return d, err
+			}
 		}
 		gvk := u.GroupVersionKind()
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -239,6 +243,26 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 	}
 	d.Warnings = warnings.all()
 	return d, nil
+}
+
+// unserved fails, before any of objs is applied, when the cluster serves
+// the kinds of some of them neither itself nor through a CRD among the
+// manifests (which are established by then): an object of cert-manager or
+// of the Prometheus operator on a cluster without it. It names every one,
+// so that they are dealt with at once rather than one apply at a time.
+func unserved(mapper meta.RESTMapper, objs []*unstructured.Unstructured) error {
+	var missing []string
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			missing = append(missing, fmt.Sprintf("%s %s (%s)", gvk.GroupVersion(), gvk.Kind, path.Join(u.GetNamespace(), u.GetName())))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the cluster serves no %s, and no CRD among the manifests defines them: install what serves them first (on an existing cluster), or leave those objects out of the manifests and switch off what needs them (an operator's webhooks without cert-manager's certificate, for example)",
+		strings.Join(missing, ", "))
 }
 
 // withNamespaces adds a Namespace for each namespace the objects are in

@@ -68,3 +68,29 @@ func TestOperatorManifestsPassAdmissionWithoutWarnings(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Warnings).To(ContainElement(ContainSubstring("violate PodSecurity")))
 }
+
+// Objects of kinds the cluster does not serve (cert-manager's, with no
+// cert-manager installed) stop the deployment before anything but the
+// namespaces and CRDs is applied, every one of them named at once.
+func TestDeployNamesEveryKindTheClusterDoesNotServe(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(apiVersion, kind, ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	ns := newNamespace(t, "unserved")
+	cm := obj("v1", "ConfigMap", ns, "settings")
+	d, err := cluster.Deploy(t.Context(), env.Config, []*unstructured.Unstructured{
+		cm,
+		obj("cert-manager.io/v1", "Issuer", ns, "selfsigned-issuer"),
+		obj("cert-manager.io/v1", "Certificate", ns, "serving-cert"),
+	}, cluster.DeployOptions{})
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("the cluster serves no cert-manager.io/v1 Issuer ("+ns+"/selfsigned-issuer), cert-manager.io/v1 Certificate ("+ns+"/serving-cert)"),
+		ContainSubstring("install what serves them first"))))
+	g.Expect(d.Applied).To(Equal([]string{"Namespace//" + ns}), "nothing applied but the namespace the objects are in")
+}
