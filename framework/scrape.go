@@ -60,32 +60,6 @@ func ScrapeWith(ctx context.Context, url string, o ScrapeOptions) (map[string]*d
 	return families, nil
 }
 
-// Sample returns the value of one series of a scraped family: a counter or
-// gauge value, or a histogram's sample count; found is false when the series
-// is absent.
-func Sample(families map[string]*dto.MetricFamily, name string, labels map[string]string) (value float64, found bool) {
-	mf, ok := families[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range mf.GetMetric() {
-		if !labelsEqual(m.GetLabel(), labels) {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.GetHistogram().GetSampleCount()), true
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 // SumSamples adds every series of a family whose labels include match.
 func SumSamples(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	mf, ok := families[name]

@@ -81,6 +81,20 @@ func (r *run) baseline(ctx context.Context, w *scenario.Workload) error {
 	}
 }
 
+// How the workload's clients meet a member: a dial gives up after
+// memberDialTimeout and a quiet connection is probed every
+// memberKeepAlive; a member that fails is avoided for memberBackoff,
+// doubling up to memberMaxBackoff while it keeps failing; the read-back
+// gives each member memberReadTimeout, since a member scaled away during
+// the run hangs every read sent to it and must not starve the others.
+const (
+	memberDialTimeout = 5 * time.Second
+	memberKeepAlive   = 2 * time.Second
+	memberBackoff     = time.Second
+	memberMaxBackoff  = 8 * time.Second
+	memberReadTimeout = 2 * time.Second
+)
+
 // startEtcdKV opens a tunnel to each pod of the endpoints role and starts
 // the key-value workload through them.
 func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64) (*workload.Workload, error) {
@@ -106,18 +120,16 @@ func (r *run) startEtcdKV(ctx context.Context, w *scenario.Workload, seed uint64
 	// waiting.
 	var replicas []workload.KV
 	for _, ep := range endpoints {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-			DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: memberDialTimeout, Logger: zap.NewNop(),
+			DialKeepAliveTime: memberKeepAlive, DialKeepAliveTimeout: memberKeepAlive})
 		if err != nil {
 			return nil, err
 		}
 		r.closer = append(r.closer, func() { _ = cli.Close() })
 		replicas = append(replicas, workload.EtcdKV{Client: cli, RequireLeader: true})
 	}
-	// The read-back gives each member 2 s: a member scaled away during the
-	// run hangs every read sent to it and must not starve the others.
-	kv := &workload.Failover{Replicas: replicas, Backoff: time.Second, MaxBackoff: 8 * time.Second,
-		ReadTimeout: 2 * time.Second}
+	kv := &workload.Failover{Replicas: replicas, Backoff: memberBackoff, MaxBackoff: memberMaxBackoff,
+		ReadTimeout: memberReadTimeout}
 	load := workload.Start(ctx, kv, workload.Config{Clients: w.Clients, Keys: w.Keys, Seed: seed,
 		OpTimeout: workloadOpTimeout, Prefix: "gauntlet/chaos/" + r.s.Metadata.Name + "/"})
 	r.closer = append(r.closer, func() { load.Stop() })

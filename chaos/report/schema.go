@@ -7,7 +7,6 @@ package report
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -44,13 +43,4 @@ func Validate(data []byte) error {
 		return fmt.Errorf("report does not match schema %s: %w", SchemaID, err)
 	}
 	return nil
-}
-
-// ValidateValue marshals v and validates it.
-func ValidateValue(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return Validate(b)
 }

@@ -100,6 +100,15 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) (bool, e
 	return true, nil
 }
 
+// cleanupWithin bounds the deletion of what a sharded campaign made:
+// one request, answered within seconds by a reachable API server.
+const cleanupWithin = 30 * time.Second
+
+// pastDeadline is how long the wait for the Job outlasts its deadline:
+// the Job controller fails a Job past its deadline within seconds, and
+// the shards that ended just before it still publish their results.
+const pastDeadline = 2 * time.Minute
+
 // cleanup deletes the namespace made here, or else the Job (its
 // ConfigMaps go with it), unless the user keeps them.
 func (o Options) cleanup(c client.Client, createdNamespace bool) {
@@ -107,7 +116,7 @@ func (o Options) cleanup(c client.Client, createdNamespace bool) {
 		o.Logf("keeping namespace %s and Job %s (--keep-cluster)", o.Job.Namespace, o.Job.Name)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupWithin)
 	defer cancel()
 	var obj client.Object = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: o.Job.Name, Namespace: o.Job.Namespace}}
 	if createdNamespace {
@@ -124,7 +133,7 @@ func (o Options) cleanup(c client.Client, createdNamespace bool) {
 func (o Options) wait(ctx context.Context, c client.Client, job *batchv1.Job) (*batchv1.Job, error) {
 	start := time.Now()
 	last, seen := "", &batchv1.Job{}
-	timeout := time.Duration(o.Job.DeadlineSeconds)*time.Second + 2*time.Minute
+	timeout := time.Duration(o.Job.DeadlineSeconds)*time.Second + pastDeadline
 	err := wait.PollUntilContextTimeout(ctx, o.Poll, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(job), seen); err != nil {
 			o.Logf("reading Job %s: %v (retrying)", job.Name, err)
