@@ -388,6 +388,18 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 	if err := preflight.Check(f.loaded, f.overrides); err != nil {
 		return usagef("the files do not fit the operator's manifests:\n%w", err)
 	}
+	if f.kubeconfig == "" {
+		// A cluster made here serves Kubernetes' kinds and the manifests'
+		// CRDs only: say so now rather than after making it.
+		unserved, err := preflight.Unserved(f.loaded, f.overrides)
+		if err != nil {
+			return err
+		}
+		if len(unserved) > 0 {
+			return usagef("the operator's manifests hold objects of kinds that Kubernetes does not serve and no CRD among them defines: %s. A cluster made here serves none of them: leave them out of the Operator file (spec.manifests naming the files to apply, or a kustomization of your own) and switch off what needs them (spec.env, spec.args), or run on a cluster that serves them (--kubeconfig)",
+				strings.Join(unserved, "; "))
+		}
+	}
 	hermetic, err := f.where(ctx, prog)
 	if err != nil {
 		return err

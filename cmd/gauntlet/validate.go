@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,10 @@ runs the same files on a cluster.`,
 			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "valid: operator %s (%s), %d scenarios:\n", set.Operator.Metadata.Name, set.OperatorFile, len(set.Scenarios))
 			for _, s := range set.Scenarios {
 				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "  %s (%s): %s\n", s.Metadata.Name, set.Files[s.Metadata.Name], s.Spec.Fault.Describe())
+			}
+			if unserved, err := preflight.Unserved(set, overrides); err == nil && len(unserved) > 0 {
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "note: the manifests hold kinds that Kubernetes does not serve and no CRD among them defines, so they run only on a cluster that serves them (gauntlet run --kubeconfig), not on one made here: %s\n",
+					strings.Join(unserved, "; "))
 			}
 			return nil
 		},
