@@ -3,25 +3,21 @@ package install
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/pki"
 )
 
 // Names of the Secrets that hold the certificates, as upstream's chart
@@ -57,9 +53,7 @@ const (
 )
 
 // keyPair is a PEM certificate and its PEM (PKCS #8) private key.
-type keyPair struct {
-	Cert, Key []byte
-}
+type keyPair = pki.KeyPair
 
 // certificates are everything Chaos Mesh needs: one CA, the admission
 // webhook's serving certificate, and the mutual-TLS pair of the gRPC link
@@ -87,74 +81,22 @@ func WebhookServiceNames(ns string) []string {
 // generateCertificates makes a fresh CA and the three pairs it signs, valid
 // from now (minus an hour, for clock skew) for CertificateValidity.
 func generateCertificates(ns string, now time.Time) (*certificates, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA(caCommonName, now, CertificateValidity)
 	if err != nil {
 		return nil, err
 	}
-	notBefore, notAfter := now.Add(-time.Hour), now.Add(CertificateValidity)
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: caCommonName, Organization: []string{"gauntlet"}},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := sign(caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	leaf := func(cn string, dns []string, usage x509.ExtKeyUsage) (keyPair, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return keyPair{}, err
-		}
-		der, err := sign(&x509.Certificate{
-			Subject:     pkix.Name{CommonName: cn},
-			DNSNames:    dns,
-			NotBefore:   notBefore,
-			NotAfter:    notAfter,
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		}, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return keyPair{}, err
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return keyPair{}, err
-		}
-		return keyPair{
-			Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			Key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		}, nil
-	}
-	c := &certificates{CA: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	c := &certificates{CA: ca.PEM}
 	webhookNames := WebhookServiceNames(ns)
-	if c.Webhook, err = leaf(webhookNames[0], webhookNames, x509.ExtKeyUsageServerAuth); err != nil {
+	if c.Webhook, err = ca.Issue(webhookNames[0], webhookNames, x509.ExtKeyUsageServerAuth); err != nil {
 		return nil, err
 	}
-	if c.DaemonServer, err = leaf(DaemonServerName, []string{DaemonServerName, "localhost"}, x509.ExtKeyUsageServerAuth); err != nil {
+	if c.DaemonServer, err = ca.Issue(DaemonServerName, []string{DaemonServerName, "localhost"}, x509.ExtKeyUsageServerAuth); err != nil {
 		return nil, err
 	}
-	if c.DaemonClient, err = leaf(DaemonClientName, []string{DaemonClientName, "localhost"}, x509.ExtKeyUsageClientAuth); err != nil {
+	if c.DaemonClient, err = ca.Issue(DaemonClientName, []string{DaemonClientName, "localhost"}, x509.ExtKeyUsageClientAuth); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) ([]byte, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	tmpl.SerialNumber = serial
-	return x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
 }
 
 // check says why c cannot serve namespace ns until now+RenewBefore, or nil
