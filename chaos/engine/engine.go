@@ -473,11 +473,6 @@ func (e *Engine) awaitOperatorReady(ctx context.Context, what string, start time
 	})
 }
 
-// renderOperator reads the operator's manifests, variables expanded.
-func (e *Engine) renderOperator() ([]*unstructured.Unstructured, error) {
-	return render.Operator(e.o.Set.OperatorFile, e.operator, e.opVars)
-}
-
 // operatorPods are the running operator pods.
 func (e *Engine) operatorPods(ctx context.Context) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}

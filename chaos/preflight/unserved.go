@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
+	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
 // builtin knows the kinds Kubernetes serves itself, CRDs included.
@@ -26,10 +27,11 @@ var builtin = func() *runtime.Scheme {
 
 // Unserved lists the kinds of the operator's rendered manifests that
 // Kubernetes does not serve itself and no CRD among them defines, each as
-// "group/version Kind (namespace/name, …)": cert-manager's Certificate,
-// the Prometheus operator's ServiceMonitor. A cluster made here (kind,
-// envtest) serves none of them, so a run there would stop at setup; an
-// existing cluster may (with cert-manager installed).
+// "group/version Kind (namespace/name, …)": the Prometheus operator's
+// ServiceMonitor, say. A cluster made here (kind, envtest) serves none of
+// them, so a run there would stop at setup; an existing cluster may.
+// cert-manager's kinds are not listed: where cert-manager is not served,
+// the run issues their certificates itself (cluster.StandInForCertManager).
 func Unserved(set *scenario.Set, overrides map[string]string) ([]string, error) {
 	op := set.Operator.Spec
 	objs, err := render.Operator(set.OperatorFile, &op, render.Vars{Overrides: overrides, Defaults: op.Variables})
@@ -43,7 +45,7 @@ func Unserved(set *scenario.Set, overrides map[string]string) ([]string, error) 
 	byKind := map[string][]string{}
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
-		if builtin.Recognizes(gvk) || defined[gvk.GroupKind()] {
+		if builtin.Recognizes(gvk) || defined[gvk.GroupKind()] || gvk.Group == cluster.CertManagerGroup {
 			continue
 		}
 		key := gvk.GroupVersion().String() + " " + gvk.Kind

@@ -8,8 +8,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
-// Kubernetes' own kinds and those of the manifests' CRDs are served; the
-// others are listed by kind, with every object of each.
+// Kubernetes' own kinds and those of the manifests' CRDs are served, and
+// cert-manager's are stood in for; the others are listed by kind, with
+// every object of each.
 func TestUnserved(t *testing.T) {
 	g := NewWithT(t)
 	set, err := scenario.LoadPaths("testdata/unserved")
@@ -17,9 +18,8 @@ func TestUnserved(t *testing.T) {
 	got, err := Unserved(set, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal([]string{
-		"cert-manager.io/v1 Certificate (cache-system/serving-cert, cache-system/metrics-cert)",
-		"cert-manager.io/v1 Issuer (cache-system/selfsigned-issuer)",
-		"monitoring.coreos.com/v1 ServiceMonitor (cache-system/cache-metrics)",
+		"monitoring.coreos.com/v1 PodMonitor (cache-system/pods)",
+		"monitoring.coreos.com/v1 ServiceMonitor (cache-system/cache-metrics, cache-system/node-metrics)",
 	}))
 
 	set, err = scenario.LoadPaths("../scenario/testdata/reference")
