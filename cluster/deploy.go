@@ -261,7 +261,7 @@ func unserved(mapper meta.RESTMapper, objs []*unstructured.Unstructured) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the cluster serves no %s, and no CRD among the manifests defines them: install what serves them first (on an existing cluster), or leave those objects out of the manifests and switch off what needs them (an operator's webhooks without cert-manager's certificate, for example)",
+	return fmt.Errorf("the cluster serves no %s, and no CRD among the manifests defines them: install what serves them first, or leave those objects out of the manifests (an Operator file's spec.exclude) and switch off what needs them",
 		strings.Join(missing, ", "))
 }
 

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -28,6 +29,14 @@ func Check(set *scenario.Set, overrides map[string]string) error {
 	op := set.Operator.Spec
 	file := set.OperatorFile
 	objs, err := render.Operator(file, &op, render.Vars{Overrides: overrides, Defaults: op.Variables})
+	var unmatched render.Unmatched
+	if errors.As(err, &unmatched) {
+		var errs scenario.Errors
+		for _, u := range unmatched {
+			errs = append(errs, scenario.ErrorAt(file, fmt.Sprintf("spec.exclude[%d]", u.Index), "%s", u.Message))
+		}
+		return errs
+	}
 	if err != nil {
 		field := "spec.manifests"
 		if op.Kustomize != "" {

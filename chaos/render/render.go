@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,7 +44,76 @@ func Operator(file string, op *scenario.OperatorSpec, vars Vars) ([]*unstructure
 	if err != nil {
 		return nil, fmt.Errorf("rendering the operator's manifests: %w", err)
 	}
+	if objs, err = exclude(objs, op.Exclude); err != nil {
+		return nil, err
+	}
 	return expandObjects(objs, vars)
+}
+
+// Unmatched are the entries of spec.exclude that matched no object of
+// the manifests, each with what the manifests hold of its kind.
+type Unmatched []UnmatchedExclude
+
+// UnmatchedExclude is spec.exclude[Index], which matched nothing.
+type UnmatchedExclude struct {
+	Index   int
+	Message string
+}
+
+func (u Unmatched) Error() string {
+	var msgs []string
+	for _, e := range u {
+		msgs = append(msgs, fmt.Sprintf("spec.exclude[%d]: %s", e.Index, e.Message))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// exclude leaves out the objects each match matches; matches that match
+// none are Unmatched.
+func exclude(objs []*unstructured.Unstructured, matches []scenario.ObjectMatch) ([]*unstructured.Unstructured, error) {
+	var unmatched Unmatched
+	for i, m := range matches {
+		var kept []*unstructured.Unstructured
+		var same []string
+		for _, u := range objs {
+			if m.Matches(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()) {
+				continue
+			}
+			kept = append(kept, u)
+			if u.GetKind() == m.Kind {
+				same = append(same, u.GetAPIVersion()+" "+path.Join(u.GetNamespace(), u.GetName()))
+			}
+		}
+		if len(kept) == len(objs) {
+			unmatched = append(unmatched, UnmatchedExclude{Index: i,
+				Message: fmt.Sprintf("%s matches no object of the manifests; of that kind they hold %s", describeMatch(m), orNone(same))})
+		}
+		objs = kept
+	}
+	if len(unmatched) > 0 {
+		return nil, unmatched
+	}
+	return objs, nil
+}
+
+func describeMatch(m scenario.ObjectMatch) string {
+	s := m.Kind
+	if m.APIVersion != "" {
+		s = m.APIVersion + " " + s
+	}
+	if m.Name != "" {
+		s += " " + path.Join(m.Namespace, m.Name)
+	} else if m.Namespace != "" {
+		s += " in " + m.Namespace
+	}
+	return s
+}
+
+func orNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
 }
 
 // operatorPath is a path of the Operator file's kustomize or manifests,

@@ -19,6 +19,12 @@ type OperatorSpec struct {
 	// Manifests are YAML files applied in order, relative to this file
 	// (instead of Kustomize).
 	Manifests []string `json:"manifests,omitempty"`
+	// Exclude leaves out of the rendered manifests the objects each entry
+	// matches (by kind, and name and namespace when given): a
+	// ServiceMonitor for a Prometheus operator the cluster lacks, in a
+	// file that holds the operator's Deployment too. Each must match some
+	// object.
+	Exclude []ObjectMatch `json:"exclude,omitempty"`
 	// Images are loaded into a kind cluster before the deploy; Image
 	// replaces the manifests' image named there.
 	Images []Image `json:"images,omitempty"`
@@ -48,6 +54,24 @@ type OperatorSpec struct {
 	// they are, and it talks to the API server through the API proxy with
 	// its ServiceAccount's token.
 	Process *Process `json:"process,omitempty"`
+}
+
+// ObjectMatch matches objects of the operator's manifests.
+type ObjectMatch struct {
+	// Kind is required (ServiceMonitor); APIVersion narrows it
+	// (monitoring.coreos.com/v1).
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Name and Namespace, when given, match only that object.
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Matches says whether an object of that apiVersion, kind, namespace and
+// name is one m matches.
+func (m ObjectMatch) Matches(apiVersion, kind, namespace, name string) bool {
+	return m.Kind == kind && (m.APIVersion == "" || m.APIVersion == apiVersion) &&
+		(m.Name == "" || m.Name == name) && (m.Namespace == "" || m.Namespace == namespace)
 }
 
 // Process is how to start the operator on the host.

@@ -29,6 +29,11 @@ func (c *checker) operator(o *Operator, dir string) {
 			c.relFile(fmt.Sprintf("spec.manifests[%d]", i), m, dir)
 		}
 	}
+	for i, x := range s.Exclude {
+		if x.Kind == "" {
+			c.at(fmt.Sprintf("spec.exclude[%d].kind", i), "required: the kind of the objects to leave out")
+		}
+	}
 	for i, img := range s.Images {
 		if img.Name == "" {
 			c.at(fmt.Sprintf("spec.images[%d].name", i), "required")

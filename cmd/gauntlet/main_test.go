@@ -283,7 +283,7 @@ func TestUnservedKinds(t *testing.T) {
 	start := time.Now()
 	code, _, stderr = gauntlet("run", "-f", dir, "--report", t.TempDir())
 	g.Expect(code).To(Equal(2), stderr)
-	g.Expect(stderr).To(ContainSubstring("A cluster made here serves none of them: leave them out of the Operator file"))
+	g.Expect(stderr).To(ContainSubstring("A cluster made here serves none of them: leave them out with the Operator file's spec.exclude (- kind: PodMonitor)"))
 	g.Expect(stderr).To(ContainSubstring("monitoring.coreos.com/v1 ServiceMonitor (cache-system/cache-metrics, cache-system/node-metrics)"))
 	g.Expect(stderr).NotTo(ContainSubstring("cluster"+" created"), "refused before any cluster")
 	t.Logf("refused in %s", time.Since(start))

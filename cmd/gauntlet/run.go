@@ -396,8 +396,8 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 			return err
 		}
 		if len(unserved) > 0 {
-			return usagef("the operator's manifests hold objects of kinds that Kubernetes does not serve and no CRD among them defines: %s. A cluster made here serves none of them: leave them out of the Operator file (spec.manifests naming the files to apply, or a kustomization of your own) and switch off what needs them (spec.env, spec.args), or run on a cluster that serves them (--kubeconfig)",
-				strings.Join(unserved, "; "))
+			return usagef("the operator's manifests hold objects of kinds that Kubernetes does not serve and no CRD among them defines: %s. A cluster made here serves none of them: leave them out with the Operator file's spec.exclude (- kind: %s) and switch off what needs them (spec.env, spec.args), or run on a cluster that serves them (--kubeconfig)",
+				strings.Join(unserved, "; "), strings.Fields(unserved[0])[1])
 		}
 	}
 	hermetic, err := f.where(ctx, prog)
