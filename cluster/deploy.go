@@ -167,8 +167,8 @@ type Deployment struct {
 }
 
 // Deploy applies objects server-side: namespaces and CRDs first (waiting
-// until each CRD is established), then everything else, and collects the
-// API server's warnings.
+// until each CRD is established), then everything else in installOrder,
+// and collects the API server's warnings.
 func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, o DeployOptions) (*Deployment, error) {
 	if o.FieldManager == "" {
 		o.FieldManager = "gauntlet-e2e"
@@ -202,7 +202,7 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 		case fb && !fa:
 			return 1
 		}
-		return 0
+		return installRank(a) - installRank(b)
 	})
 	d := &Deployment{}
 	var dryRun []string
@@ -243,6 +243,29 @@ func Deploy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 	}
 	d.Warnings = warnings.all()
 	return d, nil
+}
+
+// installOrder is the order in which kinds are applied, Helm's: what a
+// pod needs (its ServiceAccount, Secrets, ConfigMaps, claims, RBAC) before
+// the workloads that make pods, and admission webhooks last, once what
+// serves them is there. A file that lists its Deployment before its
+// ServiceAccount (spotahome's all-redis-operator-resources.yaml) would
+// otherwise have its first pods refused ("serviceaccount not found").
+var installOrder = []string{
+	"Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodDisruptionBudget", "ServiceAccount",
+	"Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition",
+	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "DaemonSet", "Pod",
+	"ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job",
+	"CronJob", "IngressClass", "Ingress", "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+}
+
+// installRank is a kind's place in installOrder; kinds it does not name
+// (custom resources) come after every one it does.
+func installRank(u *unstructured.Unstructured) int {
+	if i := slices.Index(installOrder, u.GetKind()); i >= 0 {
+		return i
+	}
+	return len(installOrder)
 }
 
 // unserved fails, before any of objs is applied, when the cluster serves

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -105,4 +106,29 @@ func TestSetEnv(t *testing.T) {
 	}))
 	g.Expect(containers(o, "containers")[1]).NotTo(HaveKey("env"))
 	g.Expect(containers(o, "initContainers")[0]).NotTo(HaveKey("env"), "init containers keep theirs, as with args")
+}
+
+// What a pod needs goes before the workloads that make pods, webhooks
+// last, custom resources after every kind Kubernetes serves; the file's
+// order is kept within a kind.
+func TestInstallRank(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(kind, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetKind(kind)
+		u.SetName(name)
+		return u
+	}
+	objs := []*unstructured.Unstructured{
+		obj("Deployment", "op"), obj("ValidatingWebhookConfiguration", "v"), obj("RedisFailover", "r"),
+		obj("ClusterRoleBinding", "op"), obj("ServiceAccount", "op"), obj("ClusterRole", "op"),
+		obj("Service", "metrics"), obj("ConfigMap", "a"), obj("ConfigMap", "b"),
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return installRank(a) - installRank(b) })
+	var got []string
+	for _, u := range objs {
+		got = append(got, u.GetKind()+"/"+u.GetName())
+	}
+	g.Expect(got).To(Equal([]string{"ServiceAccount/op", "ConfigMap/a", "ConfigMap/b", "ClusterRole/op", "ClusterRoleBinding/op",
+		"Service/metrics", "Deployment/op", "ValidatingWebhookConfiguration/v", "RedisFailover/r"}))
 }
