@@ -24,8 +24,10 @@ import (
 // and the custom resource's CRD among them (a field of the resource's
 // manifest or of a CEL expression that its schema does not have, CEL that
 // does not give a bool). overrides are --set's. The error is a
-// scenario.Errors, each mistake at its file, line and field.
-func Check(set *scenario.Set, overrides map[string]string) error {
+// scenario.Errors, each mistake at its file, line and field. The files
+// being right, it returns the manifests' kinds that only a cluster which
+// serves them can run.
+func Check(set *scenario.Set, overrides map[string]string) ([]Unserved, error) {
 	op := set.Operator.Spec
 	file := set.OperatorFile
 	objs, err := render.Operator(file, &op, render.Vars{Overrides: overrides, Defaults: op.Variables})
@@ -35,14 +37,14 @@ func Check(set *scenario.Set, overrides map[string]string) error {
 		for _, u := range unmatched {
 			errs = append(errs, scenario.ErrorAt(file, fmt.Sprintf("spec.exclude[%d]", u.Index), "%s", u.Message))
 		}
-		return errs
+		return nil, errs
 	}
 	if err != nil {
 		field := "spec.manifests"
 		if op.Kustomize != "" {
 			field = "spec.kustomize"
 		}
-		return scenario.Errors{scenario.ErrorAt(file, field, "%v", err)}
+		return nil, scenario.Errors{scenario.ErrorAt(file, field, "%v", err)}
 	}
 	var errs scenario.Errors
 	images := containerImages(objs)
@@ -59,9 +61,9 @@ func Check(set *scenario.Set, overrides map[string]string) error {
 		errs = append(errs, schemaMistakes(set.Files[s.Metadata.Name], s, crds, overrides)...)
 	}
 	if len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
-	return nil
+	return unserved(objs), nil
 }
 
 // selectorMistakes says when no workload of the manifests runs, in the

@@ -17,16 +17,17 @@ func TestUnserved(t *testing.T) {
 	g := NewWithT(t)
 	set, err := scenario.LoadPaths("testdata/unserved")
 	g.Expect(err).NotTo(HaveOccurred())
-	got, err := Unserved(set, nil)
+	got, err := Check(set, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal([]string{
-		"monitoring.coreos.com/v1 PodMonitor (cache-system/pods)",
-		"monitoring.coreos.com/v1 ServiceMonitor (cache-system/cache-metrics, cache-system/node-metrics)",
+	g.Expect(got).To(Equal([]Unserved{
+		{GroupVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor", Objects: []string{"cache-system/pods"}},
+		{GroupVersion: "monitoring.coreos.com/v1", Kind: "ServiceMonitor", Objects: []string{"cache-system/cache-metrics", "cache-system/node-metrics"}},
 	}))
+	g.Expect(got[1].String()).To(Equal("monitoring.coreos.com/v1 ServiceMonitor (cache-system/cache-metrics, cache-system/node-metrics)"))
 
 	set, err = scenario.LoadPaths("../scenario/testdata/reference")
 	g.Expect(err).NotTo(HaveOccurred())
-	got, err = Unserved(set, nil)
+	got, err = Check(set, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(BeEmpty(), "the reference operator's manifests need nothing beyond Kubernetes")
 }
@@ -39,13 +40,12 @@ func TestExclude(t *testing.T) {
 	set, err := scenario.LoadPaths("testdata/unserved")
 	g.Expect(err).NotTo(HaveOccurred())
 	set.Operator.Spec.Exclude = []scenario.ObjectMatch{{Kind: "ServiceMonitor"}, {Kind: "PodMonitor", APIVersion: "monitoring.coreos.com/v1", Name: "pods", Namespace: "cache-system"}}
-	got, err := Unserved(set, nil)
+	got, err := Check(set, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(BeEmpty())
-	g.Expect(Check(set, nil)).To(Succeed())
 
 	set.Operator.Spec.Exclude = []scenario.ObjectMatch{{Kind: "ServiceMonitor", Name: "cache-metricz"}, {Kind: "PodMonitor", APIVersion: "monitoring.coreos.com/v2"}}
-	err = Check(set, nil)
+	_, err = Check(set, nil)
 	var errs scenario.Errors
 	g.Expect(errors.As(err, &errs)).To(BeTrue(), "%v", err)
 	g.Expect(errs).To(HaveLen(2))

@@ -54,7 +54,8 @@ func TestAnotherOperatorGetsNothingOfOurs(t *testing.T) {
 		g.Expect(f.imagesReady(t.Context())).To(Succeed(), out.String())
 	}
 	prog.Close()
-	g.Expect(preflight.Check(f.loaded, f.overrides)).To(Succeed())
+	_, err := preflight.Check(f.loaded, f.overrides)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(f.overrides).To(BeEmpty(), "no variable of ours is set for their files")
 	g.Expect(f.imagesToLoad()).To(ContainElement(theirs))

@@ -45,7 +45,7 @@ init returns. What it had to guess, it says.`,
 			}
 			set, err := scenario.LoadPaths(out)
 			if err == nil {
-				err = preflight.Check(set, nil)
+				_, err = preflight.Check(set, nil)
 			}
 			if err != nil {
 				return fmt.Errorf("the files written to %s do not validate (a bug of init: please report it with your manifests):\n%w", out, err)

@@ -385,20 +385,15 @@ func withEngine(ctx context.Context, f *runFlags, seeds map[string]uint64, stdou
 	for k, v := range f.set {
 		f.overrides[k] = v
 	}
-	if err := preflight.Check(f.loaded, f.overrides); err != nil {
+	unserved, err := preflight.Check(f.loaded, f.overrides)
+	if err != nil {
 		return usagef("the files do not fit the operator's manifests:\n%w", err)
 	}
-	if f.kubeconfig == "" {
+	if f.kubeconfig == "" && len(unserved) > 0 {
 		// A cluster made here serves Kubernetes' kinds and the manifests'
 		// CRDs only: say so now rather than after making it.
-		unserved, err := preflight.Unserved(f.loaded, f.overrides)
-		if err != nil {
-			return err
-		}
-		if len(unserved) > 0 {
-			return usagef("the operator's manifests hold objects of kinds that Kubernetes does not serve and no CRD among them defines: %s. A cluster made here serves none of them: leave them out with the Operator file's spec.exclude (- kind: %s) and switch off what needs them (spec.env, spec.args), or run on a cluster that serves them (--kubeconfig)",
-				strings.Join(unserved, "; "), strings.Fields(unserved[0])[1])
-		}
+		return usagef("the operator's manifests hold objects of kinds that Kubernetes does not serve and no CRD among them defines: %s. A cluster made here serves none of them: leave them out with the Operator file's spec.exclude (- kind: %s) and switch off what needs them (spec.env, spec.args), or run on a cluster that serves them (--kubeconfig)",
+			joinUnserved(unserved), unserved[0].Kind)
 	}
 	hermetic, err := f.where(ctx, prog)
 	if err != nil {

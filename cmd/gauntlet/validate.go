@@ -38,9 +38,10 @@ runs the same files on a cluster.`,
 				return usagef("-f is required: scenario files or directories")
 			}
 			set, err := scenario.LoadPaths(files...)
+			var unserved []preflight.Unserved
 			if err == nil {
 				// What only the rendered manifests and the CRD can tell.
-				err = preflight.Check(set, overrides)
+				unserved, err = preflight.Check(set, overrides)
 			}
 			var es scenario.Errors
 			switch {
@@ -61,9 +62,9 @@ runs the same files on a cluster.`,
 			for _, s := range set.Scenarios {
 				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "  %s (%s): %s\n", s.Metadata.Name, set.Files[s.Metadata.Name], s.Spec.Fault.Describe())
 			}
-			if unserved, err := preflight.Unserved(set, overrides); err == nil && len(unserved) > 0 {
+			if len(unserved) > 0 {
 				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "note: the manifests hold kinds that Kubernetes does not serve and no CRD among them defines, so they run only on a cluster that serves them (gauntlet run --kubeconfig), not on one made here: %s\n",
-					strings.Join(unserved, "; "))
+					joinUnserved(unserved))
 			}
 			return nil
 		},
@@ -71,4 +72,13 @@ runs the same files on a cluster.`,
 	cmd.Flags().StringSliceVarP(&files, "file", "f", nil, "scenario files or directories (repeat or comma-separate)")
 	cmd.Flags().StringToStringVar(&overrides, "set", nil, "a variable of the files, NAME=VALUE, as gauntlet run --set gives it (repeat)")
 	return cmd
+}
+
+// joinUnserved is the unserved kinds on one line.
+func joinUnserved(unserved []preflight.Unserved) string {
+	lines := make([]string, len(unserved))
+	for i, u := range unserved {
+		lines[i] = u.String()
+	}
+	return strings.Join(lines, "; ")
 }
