@@ -43,6 +43,10 @@ type Request struct {
 	// Injected says what a rule did to the request ("" for none).
 	Injected string
 	Took     time.Duration
+	// Lock says the write carries a leader-election record: client-go's
+	// ConfigMap and Endpoints locks keep it in an annotation that the
+	// leader renews every few seconds, as a Lease's holder does.
+	Lock bool
 }
 
 // writeVerbs change objects; After rules count them and Writes sums them.

@@ -151,13 +151,20 @@ func peekJSONBody(r *http.Request) ([]byte, bool) {
 	if r.Body == nil || !isJSON(r.Header.Get("Content-Type")) {
 		return nil, false
 	}
+	body, err := peekBody(r)
+	return body, err == nil && len(body) <= maxReadBody
+}
+
+// peekBody reads up to maxReadBody+1 bytes of a request's body and puts
+// them back for forwarding.
+func peekBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReadBody+1))
 	rest := r.Body
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), rest), rest}
-	return body, err == nil && len(body) <= maxReadBody
+	return body, err
 }
 
 // isJSON says whether a Content-Type is JSON (parameters aside).

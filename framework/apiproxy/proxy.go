@@ -135,9 +135,9 @@ func StartWith(upstream *rest.Config, seed uint64, o Options) (*Proxy, error) {
 }
 
 // BeforeWrite has h called with each write request (create, update,
-// patch, delete) before the proxy acts on it or forwards it, in the
-// request's goroutine: an oracle that judges the state a write acts on
-// (nil: none). The writer waits for h.
+// patch, delete; a leader-election lock's renewal aside) before the proxy
+// acts on it or forwards it, in the request's goroutine: an oracle that
+// judges the state a write acts on (nil: none). The writer waits for h.
 func (p *Proxy) BeforeWrite(h func(Info)) {
 	if h == nil {
 		p.beforeWrite.Store(nil)
@@ -304,20 +304,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			x.view = p.viewLabels(r, x.info)
 		}
 	}
-	if h := p.beforeWrite.Load(); h != nil && writeVerbs[x.info.Verb] {
+	lock := isLockWrite(r, x.info)
+	if h := p.beforeWrite.Load(); h != nil && writeVerbs[x.info.Verb] && !lock {
 		(*h)(x.info)
 	}
 	var after []*armed
 	x.rule, after = p.matchRequest(x.info, x.view)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	p.act(rec, r, x)
-	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start)}
+	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start), Lock: lock}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
 	if x.info.Verb != "watch" {
 		p.answered = time.Now()
 	}
-	if writeVerbs[x.info.Verb] && rec.status/100 == 2 {
+	if writeVerbs[x.info.Verb] && rec.status/100 == 2 && !lock {
 		if p.lastWrites == nil {
 			p.lastWrites = map[string]Request{}
 		}

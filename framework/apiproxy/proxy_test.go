@@ -396,3 +396,37 @@ func TestSeen(t *testing.T) {
 	seen, _ = p.Seen(Info{Resource: "configmaps", Namespace: "other", Name: "a"}, "7", time.Hour)
 	g.Expect(seen).To(BeTrue(), "nothing delivered of it, nor written in its namespace")
 }
+
+// A leader-election record kept in a ConfigMap or Endpoints annotation
+// (client-go's older locks) is renewed every few seconds: such a write is
+// recorded as a lock, not as a change of state, and no oracle waits on it.
+func TestLeaderLockWrites(t *testing.T) {
+	g := NewWithT(t)
+	_, p, c, base := startFake(t)
+	var before []string
+	p.BeforeWrite(func(i Info) { before = append(before, i.String()) })
+	send := func(method, path, body string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
+	}
+	record := `{"metadata":{"name":"lock","annotations":{"control-plane.alpha.kubernetes.io/leader":"{\"holderIdentity\":\"op-1\"}"}}}`
+	since := time.Now()
+	send(http.MethodPut, "/api/v1/namespaces/db/configmaps/lock", record)
+	send(http.MethodPost, "/api/v1/namespaces/db/endpoints", record)
+	send(http.MethodPut, "/api/v1/namespaces/db/configmaps/settings", `{"metadata":{"name":"settings"},"data":{"a":"b"}}`)
+	send(http.MethodPut, "/api/v1/namespaces/db/secrets/lock", record)
+
+	var locks []bool
+	for _, q := range p.Requests() {
+		locks = append(locks, q.Lock)
+	}
+	g.Expect(locks).To(Equal([]bool{true, true, false, false}), "only a ConfigMap's or Endpoints' record is a lock")
+	g.Expect(StateWrites(p.Requests(), since)).To(Equal([]string{"update configmaps db/settings", "update secrets db/lock"}))
+	g.Expect(before).To(Equal([]string{"update configmaps db/settings", "update secrets db/lock"}))
+	g.Expect(p.LastWrites()).To(HaveKey("db configmaps"))
+	g.Expect(p.LastWrites()).NotTo(HaveKey("db endpoints"))
+}

@@ -1,9 +1,13 @@
 package apiproxy
 
 import (
+	"bytes"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // NotState are resources an operator creates that change no state:
@@ -13,17 +17,35 @@ var NotState = []string{"leases", "events", "tokenreviews", "subjectaccessreview
 	"selfsubjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews", "selfsubjectrulesreviews"}
 
 // StateWrite says whether the request is a successful write that changes
-// what is (Leases and Events aside).
+// what is (Leases, other leader-election locks and Events aside).
 func (q Request) StateWrite() bool {
-	return q.Status/100 == 2 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource)
+	return q.Status/100 == 2 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) && !q.Lock
 }
 
 // RefusedWrite says whether the request is a write of an object (or its
 // status) that the API server refused: a 4xx it answered, not one a rule
 // injected. An exec or a port-forward is no write of state.
 func (q Request) RefusedWrite() bool {
-	return q.Injected == "" && q.Status/100 == 4 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) &&
+	return q.Injected == "" && q.Status/100 == 4 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) && !q.Lock &&
 		(q.Info.Subresource == "" || q.Info.Subresource == "status")
+}
+
+// lockResources hold leader-election records in an annotation
+// (resourcelock's ConfigMap and Endpoints locks, still used by operators
+// built on older client-go).
+var lockResources = map[string]bool{"configmaps": true, "endpoints": true}
+
+// isLockWrite says whether r writes a leader-election record: a create,
+// update or patch of a ConfigMap or Endpoints whose body carries the
+// record's annotation. The body is read and put back for forwarding; the
+// annotation's key is found in JSON and protobuf bodies alike.
+func isLockWrite(r *http.Request, info Info) bool {
+	if !lockResources[info.Resource] || info.Subresource != "" || r.Body == nil ||
+		(info.Verb != "create" && info.Verb != "update" && info.Verb != "patch") {
+		return false
+	}
+	body, err := peekBody(r)
+	return err == nil && bytes.Contains(body, []byte(resourcelock.LeaderElectionRecordAnnotationKey))
 }
 
 // StateWrites are the state writes among reqs since then, each as the
