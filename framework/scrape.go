@@ -60,6 +60,38 @@ func ScrapeWith(ctx context.Context, url string, o ScrapeOptions) (map[string]*d
 	return families, nil
 }
 
+// MergeFamilies puts the series of from into into, family by family (a
+// family new to into is taken whole), and returns into: the scrapes of
+// several replicas of one program, whose sums (SumSamples) then count
+// every replica. A nil into starts an empty one; a family's metadata is
+// the first scrape's.
+func MergeFamilies(into, from map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
+	if into == nil {
+		into = map[string]*dto.MetricFamily{}
+	}
+	for name, mf := range from {
+		have, ok := into[name]
+		if !ok {
+			into[name] = mf
+			continue
+		}
+		have.Metric = append(have.Metric, mf.GetMetric()...)
+	}
+	return into
+}
+
+// CountSeries is how many series of a family have labels that include
+// match: 0 when the endpoint exposes none (SumSamples then reads 0).
+func CountSeries(families map[string]*dto.MetricFamily, name string, match map[string]string) int {
+	n := 0
+	for _, m := range families[name].GetMetric() {
+		if labelsInclude(m.GetLabel(), match) {
+			n++
+		}
+	}
+	return n
+}
+
 // SumSamples adds every series of a family whose labels include match.
 func SumSamples(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	mf, ok := families[name]

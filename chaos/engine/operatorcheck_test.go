@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 )
 
@@ -27,4 +28,33 @@ controller_runtime_reconcile_total{controller="backup",result="success"} 1
 	e.operator.Metrics.Controller = "memcache"
 	g.Expect(e.knownController(fams)).To(MatchError(`spec.metrics.controller "memcache": the operator has no such controller; its metrics name "backup", "memcached"`))
 	g.Expect(e.knownController(map[string]*dto.MetricFamily{})).To(MatchError(ContainSubstring("no controller_runtime_reconcile_total series")))
+}
+
+// A rise of a series the operator does not expose is no figure: the check
+// says "not exposed" and is not judged, rather than reading +0 as within;
+// a series that is there is judged, over every replica's scrape.
+func TestMetricCheckOnAbsentSeries(t *testing.T) {
+	g := NewWithT(t)
+	scrape := func(text string) map[string]*dto.MetricFamily {
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+		g.Expect(err).NotTo(HaveOccurred())
+		return fams
+	}
+	r := &run{res: &report.Result{}}
+	none := 0.0
+	panics := scenario.MetricAssertion{Name: "controller_runtime_reconcile_panics_total", MaxIncrease: &none}
+	before := operatorState{uids: map[string]int32{"a": 0}, families: scrape("# TYPE redis_operator_ops counter\nredis_operator_ops 3\n")}
+	after := operatorState{uids: map[string]int32{"a": 0}, families: scrape("# TYPE redis_operator_ops counter\nredis_operator_ops 9\n")}
+	c, err := r.metricCheck(t.Context(), panics, before, &after)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Value).To(Equal("not exposed"))
+	g.Expect(c.Budget).To(Equal("not judged (≤ 0): the operator's metrics have no such series"))
+	g.Expect(c.OK()).To(BeTrue())
+
+	ops := scenario.MetricAssertion{Name: "redis_operator_ops", MaxIncrease: new(5.0)}
+	c, err = r.metricCheck(t.Context(), ops, before, &after)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Value).To(Equal("+6"))
+	g.Expect(c.Violation).To(Equal("redis_operator_ops rose by 6 (budget 5)"))
 }
