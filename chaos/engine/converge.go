@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/cluster/podstate"
 	"github.com/gauntlet-dev/gauntlet/framework"
@@ -28,6 +30,11 @@ import (
 // wait with its evidence. After a fault such states are the fault's doing,
 // and waitConverged alone waits them out.
 func (r *run) firstConverged(ctx context.Context) error {
+	// Nothing the operator has done yet can make every pod ready (there
+	// are none) or a converged expression such as "true" hold: the first
+	// convergence waits for a sign that it acted.
+	r.awaitActed = true
+	defer func() { r.awaitActed = false }()
 	// allPodsReady: false says some pods may stay unready (a backup Job's
 	// retries): their states are the scenario's, not a setup failure.
 	if all := r.s.Spec.Resource.AllPodsReady; r.e.host == nil && (all == nil || *all) {
@@ -142,6 +149,16 @@ func (r *run) waitConverged(ctx context.Context) error {
 				return false, last, nil
 			}
 		}
+		if r.awaitActed {
+			switch acted, err := r.operatorActed(ctx); {
+			case err != nil:
+				return false, err.Error(), nil
+			case !acted:
+				last = fmt.Sprintf("the operator has not acted on %s %s: it is as created (resourceVersion %s), and nothing in %s names it as owner", u.GetKind(), u.GetName(), r.createdRV, r.ns)
+				return false, last, nil
+			}
+			r.awaitActed = false
+		}
 		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
 			return true, "", nil
 		}
@@ -173,6 +190,27 @@ func (r *run) waitConverged(ctx context.Context) error {
 		r.contradictions(ctx)
 	}
 	return err
+}
+
+// actedOn are the kinds an operator makes for a resource, pods among
+// them (an operator may run its members as bare pods).
+var actedOn = append(slices.Clone(compare.ChildResources), schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+
+// operatorActed says whether the operator has done anything for the
+// resource since the harness created it: written it (a status, a
+// finalizer, a defaulted field) or made an object that names it as owner.
+// An operator that writes no status (spotahome's RedisFailover has none)
+// shows itself only by its children.
+func (r *run) operatorActed(ctx context.Context) (bool, error) {
+	if r.obj.GetResourceVersion() != r.createdRV {
+		return true, nil
+	}
+	// A kind that cannot be listed leaves the others' answer standing.
+	listed, err := compare.List(ctx, r.e.Dynamic, r.ns, actedOn...)
+	if len(listed.OwnedBy(string(r.obj.GetUID()))) > 0 {
+		return true, nil
+	}
+	return false, err
 }
 
 // podsNotMade names the first pod a StatefulSet of the namespace should

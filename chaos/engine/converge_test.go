@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -73,4 +76,41 @@ func TestRefusedIn(t *testing.T) {
 	g.Expect(r.refusedIn(obj(2))).To(BeEmpty(), "it speaks of the generation before")
 	r.s = &scenario.Scenario{Metadata: scenario.Metadata{Name: "leader-kill"}}
 	g.Expect(r.refusedIn(obj(3))).To(BeEmpty(), "a run that expects no refusal")
+}
+
+// The first convergence waits for the operator to act on the resource:
+// to write it (a status, a finalizer) or to make something that names it
+// as owner. A resource as created, with nothing of it anywhere, has not
+// converged, whatever its expressions and pods say.
+func TestOperatorActed(t *testing.T) {
+	g := NewWithT(t)
+	db := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Database",
+		"metadata": map[string]any{"name": "db", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}}
+	kinds := map[schema.GroupVersionResource]string{}
+	for _, gvr := range actedOn {
+		kinds[gvr] = "List"
+	}
+	stranger := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "other", "namespace": "ns"}}}
+	stranger.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Database", Name: "old", UID: "u0"}})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, stranger)
+	r := &run{e: &Engine{Dynamic: dyn}, ns: "ns", obj: db, createdRV: "7"}
+
+	acted, err := r.operatorActed(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(acted).To(BeFalse(), "as created; the only object there is another resource's")
+
+	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "db-a", "namespace": "ns"}}}
+	pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Database", Name: "db", UID: "u1"}})
+	_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("ns").Create(t.Context(), pod, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	acted, err = r.operatorActed(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(acted).To(BeTrue(), "a pod it owns, though nothing was written to it")
+
+	r.e.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds)
+	g.Expect(r.operatorActed(t.Context())).To(BeFalse())
+	r.obj.SetResourceVersion("9")
+	g.Expect(r.operatorActed(t.Context())).To(BeTrue(), "written since its creation: a status or a finalizer")
 }

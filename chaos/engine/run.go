@@ -51,6 +51,9 @@ type run struct {
 	started time.Time
 	// createdRV is the resource's resourceVersion when it was created.
 	createdRV string
+	// awaitActed makes a wait for convergence also wait until the
+	// operator has acted on the resource (operatorActed): its first.
+	awaitActed bool
 	// wroteRV is its resourceVersion after the harness's last write to it
 	// (its creation, a step's patch): a convergence counts once the
 	// operator has seen that version (awaitObserved).
