@@ -229,12 +229,18 @@ func (p *Proxy) Delivered(resource, namespace, name string) (resourceVersion str
 // resourceVersion rv or later (a watch handed on its event) and have made
 // no write in its namespace for quiet since then, leaving out writes to
 // the resources named in except (leases, events): the client has acted
-// on the change. When no watch the proxy reads carried the object (a
-// protobuf-only client), nothing can be known and it says yes. Else why
-// says what it waits for.
+// on the change. When no watch the proxy reads carried the object, it
+// waits while such a watch is open on its resource (the event is on its
+// way); with none (a protobuf-only client) nothing can be known and it
+// says yes. Else why says what it waits for.
 func (p *Proxy) Seen(obj Info, rv string, quiet time.Duration, except ...string) (seen bool, why string) {
 	got, at := p.Delivered(obj.Resource, obj.Namespace, obj.Name)
 	if got == "" {
+		if p.readsWatchOf(obj.Resource, obj.Namespace) {
+			// Not yet delivered, rather than never readable: a watch
+			// the proxy decodes covers it.
+			return false, "its watch has not delivered it yet"
+		}
 		return true, ""
 	}
 	if !atLeast(got, rv) {
@@ -250,6 +256,20 @@ func (p *Proxy) Seen(obj Info, rv string, quiet time.Duration, except ...string)
 		return false, "seen; the client still writes (" + last + ")"
 	}
 	return true, ""
+}
+
+// readsWatchOf says whether a watch the proxy decodes (JSON, not a
+// protobuf-only client's) is open on resource in namespace or across all
+// namespaces: an object created there will be delivered through it.
+func (p *Proxy) readsWatchOf(resource, namespace string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.streams {
+		if !s.opaque && s.info.Resource == resource && s.info.Subresource == "" && (s.info.Namespace == "" || s.info.Namespace == namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // atLeast compares two resourceVersions as the numbers etcd makes them,
