@@ -157,7 +157,11 @@ func (r *run) waitConverged(ctx context.Context) error {
 				last = fmt.Sprintf("the operator has not acted on %s %s: it is as created (resourceVersion %s), and nothing in %s names it as owner", u.GetKind(), u.GetName(), r.createdRV, r.ns)
 				return false, last, nil
 			}
+			// Its first sign may be the first object of a pass that
+			// makes the others (the StatefulSet whose pods are waited
+			// for) a moment later: judge from the next poll on.
 			r.awaitActed = false
+			return false, "the operator has begun to act on " + u.GetKind() + " " + u.GetName(), nil
 		}
 		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
 			return true, "", nil
