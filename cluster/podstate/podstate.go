@@ -2,6 +2,7 @@ package podstate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -149,10 +150,11 @@ func imageOf(p *corev1.Pod, s corev1.ContainerStatus) string {
 // name) count for a pod, and only the newest event of each object and
 // reason.
 func FromEvents(events []corev1.Event, live []corev1.Pod) []Problem {
-	names := map[string]bool{}
+	names, mounting := map[string]bool{}, map[string]bool{}
 	for _, p := range live {
 		if p.DeletionTimestamp.IsZero() && Of(&p) == nil && !ready(&p) {
 			names[p.Name] = true
+			mounting[p.Name] = !started(&p)
 		}
 	}
 	sorted := append([]corev1.Event(nil), events...)
@@ -172,6 +174,11 @@ func FromEvents(events []corev1.Event, live []corev1.Pod) []Problem {
 			continue
 		case ev.Reason != "FailedCreate" && (obj.Kind != "Pod" || !names[obj.Name]):
 			continue
+		case ev.Reason != "FailedCreate" && !mounting[obj.Name]:
+			// A container has started since: the volumes mounted on a
+			// retry (the kubelet's "failed to sync configmap cache"
+			// passes), whatever keeps the pod unready now.
+			continue
 		}
 		name := obj.Name
 		if obj.Kind != "Pod" {
@@ -184,6 +191,17 @@ func FromEvents(events []corev1.Event, live []corev1.Pod) []Problem {
 		}
 	}
 	return out
+}
+
+// started says whether a container of the pod, an init container's or
+// not, has run: the kubelet starts none before every volume is mounted.
+func started(p *corev1.Pod) bool {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func ready(p *corev1.Pod) bool {

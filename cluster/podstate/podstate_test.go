@@ -80,7 +80,8 @@ func event(kind, name, reason, message string, at time.Time) corev1.Event {
 
 // Events show what pod states do not: a volume that is not mounted, for a
 // pod still starting, and a pod admission refused; an old mount failure of
-// a pod that has since started is not a problem.
+// a pod that has since started (ready, or running but not yet ready: the
+// kubelet's retry mounted it) is not a problem.
 func TestFromEvents(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Now()
@@ -88,7 +89,11 @@ func TestFromEvents(t *testing.T) {
 	started := pod("started", func(p *corev1.Pod) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
+	running := pod("running", func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sentinel", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	})
 	events := []corev1.Event{
+		event("Pod", "running", "FailedMount", `MountVolume.SetUp failed for volume "sentinel-config" : failed to sync configmap cache: timed out waiting for the condition`, now.Add(-time.Second)),
 		event("Pod", "starting", "FailedMount", `MountVolume.SetUp failed for volume "cert" : secret "webhook-server-cert" not found`, now.Add(-time.Second)),
 		event("Pod", "starting", "FailedMount", `an older one`, now.Add(-time.Minute)),
 		event("Pod", "started", "FailedMount", `MountVolume.SetUp failed for volume "cert"`, now.Add(-time.Minute)),
@@ -96,7 +101,7 @@ func TestFromEvents(t *testing.T) {
 		event("ReplicaSet", "op-7f9", "FailedCreate", `Internal error occurred: failed calling webhook`, now),
 	}
 	var got []string
-	for _, p := range FromEvents(events, []corev1.Pod{starting, started}) {
+	for _, p := range FromEvents(events, []corev1.Pod{starting, started, running}) {
 		got = append(got, p.String())
 	}
 	g.Expect(got).To(ConsistOf(
