@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
 	"github.com/gauntlet-dev/gauntlet/chaos/scenario"
 	"github.com/gauntlet-dev/gauntlet/chaos/timeline"
+	"github.com/gauntlet-dev/gauntlet/framework"
 )
 
 func TestNeeds(t *testing.T) {
@@ -205,13 +208,20 @@ func TestConditionTimedFromAnotherCondition(t *testing.T) {
 
 func TestCommandResult(t *testing.T) {
 	g := NewWithT(t)
-	ok := commandResult{pod: "ns/p-1", last: lastLine("warming\n212 round trips\n\n", 120)}.check()
+	ok := commandResult{pod: "ns/p-1", out: framework.ExecResult{Stdout: "warming\n212 round trips\n\n"}}.check("")
 	g.Expect(ok.Value).To(Equal("exit 0: 212 round trips"))
 	g.Expect(ok.Name).To(Equal("workload command in ns/p-1"))
 	g.Expect(ok.Violation).To(BeEmpty())
 
-	bad := commandResult{pod: "ns/p-1", err: errors.New("exit status 1: get 7: END")}.check()
-	g.Expect(bad.Violation).To(Equal("the workload command failed: exit status 1: get 7: END"))
+	dir := t.TempDir()
+	summary := "271 writes, 5 failed (the master gone), 266 acknowledged, 2 of them not on the final master: k-17, k-18 " + strings.Repeat("(detail) ", 12)
+	bad := commandResult{pod: "ns/p-1", out: framework.ExecResult{Stdout: "writing\n" + summary, Stderr: "lost k-17\n"},
+		err: errors.New("exit status 1: lost k-17")}.check(dir)
+	g.Expect(bad.Violation).To(Equal("the workload command failed: exit status 1: lost k-17; its last output: "+strings.TrimSpace(summary)+
+		" (its whole output: "+filepath.Join(dir, commandOutputFile)+")"), "a summary of 200 characters is shown whole")
+	saved, err := os.ReadFile(filepath.Join(dir, commandOutputFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(saved)).To(Equal("# ns/p-1\n## stdout\nwriting\n" + summary + "\n## stderr\nlost k-17\n\n"))
 	g.Expect(lastLine(strings.Repeat("x", 200), 10)).To(Equal("xxxxxxxxxx…"))
 	g.Expect(lastLine("", 10)).To(BeEmpty())
 	g.Expect(firstLine("bash -c n=0\nwhile true", 60)).To(Equal("bash -c n=0 …"))

@@ -228,7 +228,7 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 		return r.res
 	}
 	if r.command != nil {
-		r.res.Checks = append(r.res.Checks, (<-r.command).check())
+		r.res.Checks = append(r.res.Checks, (<-r.command).check(r.res.Artifacts))
 	}
 	if err := r.judge(ctx, tl, ledger, before); err != nil {
 		return r.fail("%v", err)

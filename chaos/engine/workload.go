@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -227,21 +229,47 @@ func (r *run) workloadChecks(ctx context.Context, ledger *workload.Ledger) ([]re
 	return out, nil
 }
 
-// commandResult is how the workload command ended: where it ran, the
-// last line it printed, and its error (a non-zero exit included).
+// commandResult is how the workload command ended: where it ran, what
+// it printed, and its error (a non-zero exit included).
 type commandResult struct {
-	pod, last string
-	err       error
+	pod string
+	out framework.ExecResult
+	err error
 }
 
-func (c commandResult) check() report.Check {
+// commandShown bounds the last line of the command's output in its check:
+// a client's summary (counts of writes, failures, losses) fits.
+const commandShown = 240
+
+// commandOutputFile holds the workload command's whole output, in the
+// run's artifacts.
+const commandOutputFile = "workload-command.txt"
+
+// check judges the command by its exit status and shows the last line it
+// printed; its whole output goes to dir (the run's artifacts), named in
+// the check when the command failed.
+func (c commandResult) check(dir string) report.Check {
 	ch := report.Check{Kind: "workload", Name: "workload command in " + c.pod, Value: "exit 0", Budget: "exit 0"}
-	if c.last != "" {
-		ch.Value += ": " + c.last
+	last := lastLine(c.out.Stdout, commandShown)
+	saved := ""
+	if dir != "" && c.pod != "" {
+		text := fmt.Sprintf("# %s\n## stdout\n%s\n## stderr\n%s\n", c.pod, c.out.Stdout, c.out.Stderr)
+		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(filepath.Join(dir, commandOutputFile), []byte(text), 0o644) == nil {
+			saved = filepath.Join(dir, commandOutputFile)
+		}
+	}
+	if last != "" {
+		ch.Value += ": " + last
 	}
 	if c.err != nil {
 		ch.Value = c.err.Error()
-		ch.Violation = "the workload command failed: " + c.err.Error()
+		if last != "" {
+			ch.Value += "; its last output: " + last
+		}
+		ch.Violation = "the workload command failed: " + ch.Value
+		if saved != "" {
+			ch.Violation += " (its whole output: " + saved + ")"
+		}
 	}
 	return ch
 }
@@ -266,7 +294,7 @@ func (r *run) startCommand(ctx context.Context, c *scenario.Command) {
 	r.e.logf("%s: workload command %q in %s", r.s.Metadata.Name, firstLine(strings.Join(c.Command, " "), 60), pod)
 	go func() {
 		out, err := framework.Exec(ctx, r.e.Config, pods.Namespace, pods.Names[0], c.Container, c.Command...)
-		r.command <- commandResult{pod: pod, last: lastLine(out.Stdout, 120), err: err}
+		r.command <- commandResult{pod: pod, out: out, err: err}
 	}()
 }
 
