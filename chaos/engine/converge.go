@@ -115,14 +115,24 @@ func (r *run) waitConverged(ctx context.Context) error {
 		return err
 	}
 	within := r.convergeWithin()
+	guard := r.podGuard
+	if guard == nil && r.e.host == nil {
+		// After a fault or a change only an image that cannot be pulled
+		// is sure not to pass by waiting (firstConverged watches for
+		// more).
+		if guard, err = r.e.podGuard(r.ns, nil, "the pods of "+r.obj.GetKind()+" "+r.obj.GetName()); err != nil {
+			return err
+		}
+		guard.ImagesOnly = true
+	}
 	r.awaitObserved(ctx)
 	// last is what the resource showed last: a failed look at the events
 	// as the wait runs out must not hide it.
 	var last string
 	start := time.Now()
 	err = framework.PollFor(ctx, r.obj.GetName()+" to converge", within, time.Second, func(ctx context.Context) (bool, string, error) {
-		if r.podGuard != nil {
-			if err := r.podGuard.Check(ctx); err != nil {
+		if guard != nil {
+			if err := guard.Check(ctx); err != nil {
 				return false, "", err // a pod that will not start: no use waiting
 			}
 		}
@@ -173,7 +183,8 @@ func (r *run) waitConverged(ctx context.Context) error {
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
-				return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase), nil
+				last = fmt.Sprintf("pod %s ready %v, terminating %v (phase %s%s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase, waitingReasons(p))
+				return false, last, nil
 			}
 		}
 		// A pod its StatefulSet has not made yet is not ready either: no
@@ -183,12 +194,16 @@ func (r *run) waitConverged(ctx context.Context) error {
 		case err != nil:
 			return false, err.Error(), nil
 		case missing != "":
+			last = missing
 			return false, missing, nil
 		}
 		return true, "", nil
 	})
 	if err == nil {
 		r.e.slowest(&r.e.slowestConverge, time.Since(start))
+	}
+	if stuck := (*podstate.StuckError)(nil); errors.As(err, &stuck) {
+		r.res.Unpullable = stuck.Unpullable()
 	}
 	if err != nil && last != "" {
 		r.contradictions(ctx)
@@ -215,6 +230,19 @@ func (r *run) operatorActed(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	return false, err
+}
+
+// waitingReasons lists, after a comma, the containers of p that wait and
+// why (", redis waiting: ImagePullBackOff"): what a pod that is not ready
+// is stuck on.
+func waitingReasons(p *corev1.Pod) string {
+	var out string
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			out += fmt.Sprintf(", %s waiting: %s", cs.Name, w.Reason)
+		}
+	}
+	return out
 }
 
 // podsNotMade names the first pod a StatefulSet of the namespace should

@@ -36,6 +36,10 @@ type Run struct {
 	// have held what they ask for, so the run says nothing of the
 	// operator.
 	NoRoom string `json:"noRoom,omitempty"`
+	// Unpullable is the first image the resource's pods could not get
+	// ("<image>: <reason>: <message>") when that ended a wait: what the
+	// spec asked for does not exist, or not on this cluster.
+	Unpullable string `json:"unpullable,omitempty"`
 }
 
 // Failed tells whether the runner found a violation.

@@ -37,6 +37,12 @@ func brokenBy(res *Result) ([]Broken, string) {
 			return nil, "not judged, the fault never fired: " + msg
 		}
 	}
+	if res.Run != nil && res.Unpullable != "" {
+		// No operator makes an image exist: a spec that names one the
+		// nodes cannot get (or a default image this cluster has not)
+		// says nothing of the operator.
+		return nil, "not judged, an image cannot be pulled: " + res.Unpullable
+	}
 	if len(res.Checks) > 0 && len(res.Violations) == 0 && len(errs) > 0 && strings.HasPrefix(errs[0], "cleanup: ") {
 		// Judged and passed; only its deletion hung (an environment
 		// that cannot run what the deletion needs).

@@ -36,6 +36,11 @@ func TestVerdictOf(t *testing.T) {
 	oracle, what = verdict(res([]string{"recovering from APIProxy/kill-after-write explore-4: the operator made fewer than 1 matching writes during the hold: " + KillNeverHappened}))
 	g.Expect(oracle).To(BeEmpty(), "a fault that never fired judges nothing")
 	g.Expect(what).To(HavePrefix("not judged"))
+	pull := res([]string{"not converged after the heal: the pods of RedisFailover redisfailover will not become ready by waiting"})
+	pull.Unpullable = "redis:6.2.6-alpine: ImagePullBackOff: Back-off pulling image"
+	oracle, what = verdict(pull)
+	g.Expect(oracle).To(BeEmpty(), "no operator makes an image exist")
+	g.Expect(what).To(Equal("not judged, an image cannot be pulled: redis:6.2.6-alpine: ImagePullBackOff: Back-off pulling image"))
 }
 
 // A refusal names a field by its whole path, by its end from a parent on

@@ -3,6 +3,7 @@ package podstate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,13 @@ type Guard struct {
 	// pod has no labels to select.
 	Selector map[string]string
 	// What names the pods in the error ("the operator's pods").
-	What    string
-	watcher Watcher
+	What string
+	// ImagesOnly watches for images that cannot be pulled and nothing
+	// else: after a fault, the other problems (a crash loop, a volume
+	// not yet mounted) may be the fault's doing and pass, an image that
+	// is not there does not.
+	ImagesOnly bool
+	watcher    Watcher
 }
 
 // Check looks once. It returns a *StuckError, with the evidence gathered,
@@ -39,7 +45,13 @@ func (g *Guard) Check(ctx context.Context) error {
 	if err != nil {
 		events = &corev1.EventList{}
 	}
+	if g.ImagesOnly {
+		events = &corev1.EventList{}
+	}
 	stuck := g.watcher.Stuck(pods.Items, events.Items)
+	if g.ImagesOnly {
+		stuck = slices.DeleteFunc(stuck, func(l Lasting) bool { return !pullReasons[l.Reason] })
+	}
 	if len(stuck) == 0 {
 		return nil
 	}
@@ -60,6 +72,20 @@ func (e *StuckError) Error() string {
 		lines[i] = "  " + p.String()
 	}
 	return fmt.Sprintf("%s will not become ready by waiting:\n%s", e.What, strings.Join(lines, "\n"))
+}
+
+// pullReasons are the kubelet's reasons for an image it cannot get.
+var pullReasons = map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true, "InvalidImageName": true}
+
+// Unpullable is the first problem of an image the node cannot get, as
+// "<image>: <reason>: <message>", or "".
+func (e *StuckError) Unpullable() string {
+	for _, p := range e.Problems {
+		if pullReasons[p.Reason] {
+			return fmt.Sprintf("%s: %s: %s", p.Image, p.Reason, oneLine(p.Message))
+		}
+	}
+	return ""
 }
 
 // NoRoom is the scheduler's message for the first pod that no node had the

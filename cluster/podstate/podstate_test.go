@@ -209,3 +209,29 @@ func TestNoRoom(t *testing.T) {
 	g.Expect((&StuckError{Problems: []Lasting{unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {gauntlet.dev/lost: }.")}}).NoRoom()).To(BeEmpty())
 	g.Expect((&StuckError{Problems: []Lasting{crashing}}).NoRoom()).To(BeEmpty())
 }
+
+// A guard for images only ends a wait on an image that cannot be pulled,
+// whatever else is wrong (a crash loop, an admission refusal may be a
+// fault's doing and pass), and says which image.
+func TestGuardForImagesOnly(t *testing.T) {
+	g := NewWithT(t)
+	crash := pod("db-0", waiting("CrashLoopBackOff", "back-off 10s", 3))
+	pull := pod("db-1", waiting("ImagePullBackOff", `Back-off pulling image "redis:6.2.6-alpine"`, 0))
+	pull.Spec.Containers[0].Image = "redis:6.2.6-alpine"
+	refused := event("ReplicaSet", "op-7f9", "FailedCreate", `pods "op-7f9-x" is forbidden: exceeded quota`, time.Now())
+
+	guard := &Guard{Client: fake.NewClientset(&crash, &refused), Namespace: "op-system", What: "the pods", ImagesOnly: true}
+	g.Expect(guard.Check(t.Context())).To(Succeed(), "a crash loop and a refusal are not an image's")
+
+	now := time.Now()
+	guard = &Guard{Client: fake.NewClientset(&crash, &pull, &refused), Namespace: "op-system", What: "the pods", ImagesOnly: true}
+	guard.watcher.Now = func() time.Time { return now }
+	g.Expect(guard.Check(t.Context())).To(Succeed(), "not yet lasted")
+	now = now.Add(StuckAfter)
+	err := guard.Check(t.Context())
+	stuck := (*StuckError)(nil)
+	g.Expect(errors.As(err, &stuck)).To(BeTrue(), "got %v", err)
+	g.Expect(stuck.Problems).To(HaveLen(1))
+	g.Expect(stuck.Unpullable()).To(Equal(`redis:6.2.6-alpine: ImagePullBackOff: Back-off pulling image "redis:6.2.6-alpine"`))
+	g.Expect((&StuckError{}).Unpullable()).To(BeEmpty())
+}
