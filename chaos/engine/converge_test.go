@@ -114,3 +114,16 @@ func TestOperatorActed(t *testing.T) {
 	r.obj.SetResourceVersion("9")
 	g.Expect(r.operatorActed(t.Context())).To(BeTrue(), "written since its creation: a status or a finalizer")
 }
+
+// A pod that is not ready says what its containers wait for.
+func TestWaitingReasons(t *testing.T) {
+	g := NewWithT(t)
+	p := &corev1.Pod{Status: corev1.PodStatus{
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "config", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}},
+		ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "redis", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
+			{Name: "exporter", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		}}}
+	g.Expect(waitingReasons(p)).To(Equal(", redis waiting: ImagePullBackOff"))
+	g.Expect(waitingReasons(&corev1.Pod{})).To(BeEmpty())
+}
