@@ -47,6 +47,11 @@ type Request struct {
 	// ConfigMap and Endpoints locks keep it in an annotation that the
 	// leader renews every few seconds, as a Lease's holder does.
 	Lock bool
+	// NoOp says the API server answered the update or patch with the
+	// object at the resourceVersion the proxy last saw it at: the write
+	// changed nothing (an operator that updates what it owns on every
+	// pass, changed or not). Known only for answers the proxy reads.
+	NoOp bool
 }
 
 // writeVerbs change objects; After rules count them and Writes sums them.

@@ -45,9 +45,10 @@ type Proxy struct {
 	ln       net.Listener
 	caPEM    []byte
 
-	labels  labelCache
-	records recorder
-	writes  atomic.Int64
+	labels   labelCache
+	records  recorder
+	versions versions
+	writes   atomic.Int64
 	// labelRules counts armed rules with Labels: without any, requests
 	// are not looked into for labels.
 	labelRules atomic.Int32
@@ -310,6 +311,9 @@ type exchange struct {
 	rule   *armed // the rule acting on the request as it arrives
 	// injected is the rule's description once it did act.
 	injected string
+	// noop says the write was answered with the object at the version it
+	// already had: it changed nothing.
+	noop bool
 }
 
 type exchangeKey struct{}
@@ -332,13 +336,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	x.rule, after = p.matchRequest(x.info, x.view)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	p.act(rec, r, x)
-	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start), Lock: lock}
+	req := Request{At: x.start, Info: x.info, Status: rec.status, Injected: x.injected, Took: time.Since(x.start), Lock: lock, NoOp: x.noop}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
 	if x.info.Verb != "watch" {
 		p.answered = time.Now()
 	}
-	if writeVerbs[x.info.Verb] && rec.status/100 == 2 && !lock {
+	if req.StateWrite() {
 		if p.lastWrites == nil {
 			p.lastWrites = map[string]Request{}
 		}
@@ -437,6 +441,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return err
 	}
 	p.labels.learn(x.info, body)
+	x.noop = p.versions.answered(x.info, body)
 	if x.info.Verb == "get" || x.info.Verb == "list" {
 		p.records.add(staleKey(x), record{
 			at: time.Now(), status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body,

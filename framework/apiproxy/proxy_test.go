@@ -74,7 +74,15 @@ func (f *fakeAPI) lastAccept() string {
 func startFake(t *testing.T) (*fakeAPI, *Proxy, *http.Client, string) {
 	t.Helper()
 	f := &fakeAPI{events: make(chan string), value: "v1"}
-	upstream := httptest.NewUnstartedServer(f)
+	p, c, base := startBefore(t, f)
+	return f, p, c, base
+}
+
+// startBefore starts a proxy in front of upstream, served over TLS, and
+// returns a client of the proxy.
+func startBefore(t *testing.T, api http.Handler) (*Proxy, *http.Client, string) {
+	t.Helper()
+	upstream := httptest.NewUnstartedServer(api)
 	upstream.EnableHTTP2 = true
 	upstream.StartTLS()
 	t.Cleanup(upstream.Close)
@@ -88,7 +96,7 @@ func startFake(t *testing.T) (*fakeAPI, *Proxy, *http.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f, p, c, p.URL()
+	return p, c, p.URL()
 }
 
 func do(t *testing.T, c *http.Client, method, url, accept string) (int, string) {
@@ -432,4 +440,49 @@ func TestLeaderLockWrites(t *testing.T) {
 	g.Expect(before).To(Equal([]string{"update configmaps db/settings", "update secrets db/lock"}))
 	g.Expect(p.LastWrites()).To(HaveKey("db configmaps"))
 	g.Expect(p.LastWrites()).NotTo(HaveKey("db endpoints"))
+}
+
+// A write the API server answers with the object at the version the
+// proxy last saw it at changed nothing: an operator that updates what it
+// owns on every pass, changed or not, is not still at work.
+func TestNoOpWrites(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	rv, data := 5, ""
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Method != http.MethodGet {
+			var in struct{ Data map[string]string }
+			_ = json.NewDecoder(r.Body).Decode(&in)
+			if in.Data["k"] != data {
+				data, rv = in.Data["k"], rv+1
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"db","resourceVersion":"%d"},"data":{"k":%q}}`, rv, data)
+	})
+	p, c, base := startBefore(t, api)
+	send := func(method, body string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, base+"/api/v1/namespaces/db/configmaps/a", strings.NewReader(body))
+		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		resp, err := c.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	since := time.Now()
+	send(http.MethodPut, `{"data":{"k":"x"}}`)   // first seen: a change
+	send(http.MethodPut, `{"data":{"k":"x"}}`)   // the same again: rv 6 stays
+	send(http.MethodPatch, `{"data":{"k":"x"}}`) // likewise
+	send(http.MethodGet, "")
+	send(http.MethodPatch, `{"data":{"k":"y"}}`) // rv 7
+	var noop []bool
+	for _, q := range p.Requests() {
+		noop = append(noop, q.NoOp)
+	}
+	g.Expect(noop).To(Equal([]bool{false, true, true, false, false}))
+	g.Expect(StateWrites(p.Requests(), since)).To(Equal([]string{"update configmaps db/a", "patch configmaps db/a"}))
 }

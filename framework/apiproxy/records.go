@@ -17,9 +17,10 @@ var NotState = []string{"leases", "events", "tokenreviews", "subjectaccessreview
 	"selfsubjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews", "selfsubjectrulesreviews"}
 
 // StateWrite says whether the request is a successful write that changes
-// what is (Leases, other leader-election locks and Events aside).
+// what is (Leases, other leader-election locks, Events and writes that
+// changed nothing aside).
 func (q Request) StateWrite() bool {
-	return q.Status/100 == 2 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) && !q.Lock
+	return q.Status/100 == 2 && writeVerbs[q.Info.Verb] && !slices.Contains(NotState, q.Info.Resource) && !q.Lock && !q.NoOp
 }
 
 // RefusedWrite says whether the request is a write of an object (or its

@@ -213,6 +213,7 @@ func (s *stream) delivered(h *held) {
 }
 
 func (p *Proxy) noteDelivered(k objKey, rv string) {
+	p.versions.saw(k, rv)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.delivered == nil {
