@@ -218,6 +218,9 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 	obs.Start(ctx)
 
 	runRes := r.trial(ctx, seed)
+	// A wait in the trial that met an image the nodes cannot pull noted
+	// it on the run so far.
+	runRes.Unpullable = r.res.Unpullable
 	r.res.Run = runRes
 	judging := time.Now()
 	ledger := r.collect(load, stopTimeline, tl, obs)
