@@ -159,6 +159,12 @@ func TestWriteFindingLoads(t *testing.T) {
 	t.Logf("%s", b)
 	g.Expect(set.Scenarios[0].Spec.Assertions.SameAsFresh).To(BeTrue())
 	g.Expect(set.Scenarios[0].Spec.Assertions.Follows).To(Equal([]scenario.Follow{follow}), "the consistency oracle's follows replay")
+
+	// The starting resource as it is: no steps, no during block.
+	file, err = c.writeFinding(dir, c.campaignScenario("explore-0", nil), "settles", "gave up")
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _ = os.ReadFile(file)
+	g.Expect(string(b)).NotTo(ContainSubstring("during:"))
 }
 
 func TestSkipField(t *testing.T) {

@@ -122,7 +122,8 @@ func findingYAML(s *scenario.Scenario, oracle, what, replay string) ([]byte, err
 		{"fault", faultMap(s.Spec.Fault)}, {"workload", s.Spec.Workload}, {"during", during}, {"assertions", assertions},
 	} {
 		if part.key == "variables" && len(s.Spec.Variables) == 0 || part.key == "roles" && len(s.Spec.Roles) == 0 ||
-			part.key == "workload" && s.Spec.Workload == nil || part.key == "before" && len(s.Spec.Before) == 0 {
+			part.key == "workload" && s.Spec.Workload == nil || part.key == "before" && len(s.Spec.Before) == 0 ||
+			part.key == "during" && len(during) == 0 {
 			continue
 		}
 		if err := block(part.key, part.v); err != nil {
