@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -160,7 +162,8 @@ func (r *run) waitConverged(ctx context.Context) error {
 			}
 		}
 		if r.awaitActed {
-			switch acted, err := r.operatorActed(ctx); {
+			owned, acted, err := r.operatorActed(ctx)
+			switch {
 			case err != nil:
 				return false, err.Error(), nil
 			case !acted:
@@ -169,9 +172,15 @@ func (r *run) waitConverged(ctx context.Context) error {
 			}
 			// Its first sign may be the first object of a pass that
 			// makes the others (the StatefulSet whose pods are waited
-			// for) a moment later: judge from the next poll on.
+			// for) a moment later: judge once what it owns has stayed
+			// the same for actedQuiet.
+			if key := strings.Join(owned, " "); key != r.acted.owned || r.acted.since.IsZero() {
+				r.acted.owned, r.acted.since = key, time.Now()
+			}
+			if time.Since(r.acted.since) < actedQuiet {
+				return false, fmt.Sprintf("the operator is acting on %s %s (it owns %d objects)", u.GetKind(), u.GetName(), len(owned)), nil
+			}
 			r.awaitActed = false
-			return false, "the operator has begun to act on " + u.GetKind() + " " + u.GetName(), nil
 		}
 		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
 			return true, "", nil
@@ -217,20 +226,24 @@ var actedOn = append(slices.Clone(compare.ChildResources), schema.GroupVersionRe
 
 // operatorActed says whether the operator has done anything for the
 // resource since the harness created it: written it (a status, a
-// finalizer, a defaulted field) or made an object that names it as owner.
-// An operator that writes no status (spotahome's RedisFailover has none)
-// shows itself only by its children.
-func (r *run) operatorActed(ctx context.Context) (bool, error) {
-	if r.obj.GetResourceVersion() != r.createdRV {
-		return true, nil
-	}
+// finalizer, a defaulted field) or made an object that names it as owner,
+// and lists those objects ("<resource>/<name>", sorted). An operator that
+// writes no status (spotahome's RedisFailover has none) shows itself only
+// by its children.
+func (r *run) operatorActed(ctx context.Context) (owned []string, acted bool, err error) {
 	// A kind that cannot be listed leaves the others' answer standing.
 	listed, err := compare.List(ctx, r.e.Dynamic, r.ns, actedOn...)
-	if len(listed.OwnedBy(string(r.obj.GetUID()))) > 0 {
-		return true, nil
+	owned = slices.Sorted(maps.Keys(listed.OwnedBy(string(r.obj.GetUID()))))
+	if len(owned) > 0 || r.obj.GetResourceVersion() != r.createdRV {
+		return owned, true, nil
 	}
-	return false, err
+	return nil, false, err
 }
+
+// actedQuiet is how long the objects an operator owns must stay the same,
+// once it has begun to act on a new resource, before its pods are judged:
+// its first pass makes them one after another, a request or two apart.
+const actedQuiet = 2 * time.Second
 
 // waitingReasons lists, after a comma, the containers of p that wait and
 // why (", redis waiting: ImagePullBackOff"): what a pod that is not ready

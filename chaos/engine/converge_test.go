@@ -96,23 +96,28 @@ func TestOperatorActed(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, stranger)
 	r := &run{e: &Engine{Dynamic: dyn}, ns: "ns", obj: db, createdRV: "7"}
 
-	acted, err := r.operatorActed(t.Context())
+	owned, acted, err := r.operatorActed(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(acted).To(BeFalse(), "as created; the only object there is another resource's")
+	g.Expect(owned).To(BeEmpty())
 
 	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "db-a", "namespace": "ns"}}}
 	pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Database", Name: "db", UID: "u1"}})
 	_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("ns").Create(t.Context(), pod, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	acted, err = r.operatorActed(t.Context())
+	owned, acted, err = r.operatorActed(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(acted).To(BeTrue(), "a pod it owns, though nothing was written to it")
+	g.Expect(owned).To(Equal([]string{"pods/db-a"}))
 
 	r.e.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds)
-	g.Expect(r.operatorActed(t.Context())).To(BeFalse())
+	_, acted, _ = r.operatorActed(t.Context())
+	g.Expect(acted).To(BeFalse())
 	r.obj.SetResourceVersion("9")
-	g.Expect(r.operatorActed(t.Context())).To(BeTrue(), "written since its creation: a status or a finalizer")
+	owned, acted, _ = r.operatorActed(t.Context())
+	g.Expect(acted).To(BeTrue(), "written since its creation: a status or a finalizer")
+	g.Expect(owned).To(BeEmpty())
 }
 
 // A pod that is not ready says what its containers wait for.

@@ -54,6 +54,12 @@ type run struct {
 	// awaitActed makes a wait for convergence also wait until the
 	// operator has acted on the resource (operatorActed): its first.
 	awaitActed bool
+	// acted is what the resource's owned objects were at the last look
+	// of that wait, and since when.
+	acted struct {
+		owned string
+		since time.Time
+	}
 	// wroteRV is its resourceVersion after the harness's last write to it
 	// (its creation, a step's patch): a convergence counts once the
 	// operator has seen that version (awaitObserved).
