@@ -83,7 +83,7 @@ func (r *run) judge(ctx context.Context, tl *timeline.Timeline, ledger *workload
 		r.res.Checks = append(r.res.Checks, c)
 	}
 	if r.budget != nil {
-		r.res.Checks = append(r.res.Checks, r.budget.check())
+		r.res.Checks = append(r.res.Checks, r.budget.Check())
 	}
 	// The data is read back while the operator is watched for stillness:
 	// neither writes what the other reads. The data's checks come first in

@@ -162,51 +162,23 @@ func (r *run) waitConverged(ctx context.Context) error {
 			}
 		}
 		if r.awaitActed {
-			owned, acted, err := r.operatorActed(ctx)
-			switch {
-			case err != nil:
-				return false, err.Error(), nil
-			case !acted:
-				last = fmt.Sprintf("the operator has not acted on %s %s: it is as created (resourceVersion %s), and nothing in %s names it as owner", u.GetKind(), u.GetName(), r.createdRV, r.ns)
-				return false, last, nil
-			}
-			// Its first sign may be the first object of a pass that
-			// makes the others (the StatefulSet whose pods are waited
-			// for) a moment later: judge once what it owns has stayed
-			// the same for actedQuiet.
-			if key := strings.Join(owned, " "); key != r.acted.owned || r.acted.since.IsZero() {
-				r.acted.owned, r.acted.since = key, time.Now()
-			}
-			if time.Since(r.acted.since) < actedQuiet {
-				return false, fmt.Sprintf("the operator is acting on %s %s (it owns %d objects)", u.GetKind(), u.GetName(), len(owned)), nil
+			if settled, why, err := r.operatorSettled(ctx, u); !settled || err != nil {
+				last = why
+				return false, why, err
 			}
 			r.awaitActed = false
 		}
 		if all := r.s.Spec.Resource.AllPodsReady; all != nil && !*all {
 			return true, "", nil
 		}
-		pods := &corev1.PodList{}
-		if err := r.e.Client.List(ctx, pods, client.InNamespace(r.ns)); err != nil {
-			return false, err.Error(), nil
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
-				last = fmt.Sprintf("pod %s ready %v, terminating %v (phase %s%s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase, waitingReasons(p))
-				return false, last, nil
-			}
-		}
-		// A pod its StatefulSet has not made yet is not ready either: no
-		// pod at all is not every pod ready (a recreated resource's new
-		// pods wait for the old ones, of the same names, to go).
-		switch missing, err := r.podsNotMade(ctx, pods); {
+		ready, why, err := r.podsReady(ctx)
+		switch {
 		case err != nil:
-			return false, err.Error(), nil
-		case missing != "":
-			last = missing
-			return false, missing, nil
+			return false, err.Error(), nil // a failed look: keep the last state seen
+		case !ready:
+			last = why
 		}
-		return true, "", nil
+		return ready, why, nil
 	})
 	if err == nil {
 		r.e.slowest(&r.e.slowestConverge, time.Since(start))
@@ -223,6 +195,49 @@ func (r *run) waitConverged(ctx context.Context) error {
 // actedOn are the kinds an operator makes for a resource, pods among
 // them (an operator may run its members as bare pods).
 var actedOn = append(slices.Clone(compare.ChildResources), schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+
+// operatorSettled says whether the operator has acted on the new
+// resource u and what it owns has settled, else why the wait goes on.
+func (r *run) operatorSettled(ctx context.Context, u *unstructured.Unstructured) (settled bool, why string, err error) {
+	owned, acted, err := r.operatorActed(ctx)
+	switch {
+	case err != nil:
+		return false, err.Error(), nil
+	case !acted:
+		return false, fmt.Sprintf("the operator has not acted on %s %s: it is as created (resourceVersion %s), and nothing in %s names it as owner", u.GetKind(), u.GetName(), r.createdRV, r.ns), nil
+	}
+	// Its first sign may be the first object of a pass that makes the
+	// others (the StatefulSet whose pods are waited for) a moment later:
+	// judge once what it owns has stayed the same for actedQuiet.
+	if key := strings.Join(owned, " "); key != r.acted.owned || r.acted.since.IsZero() {
+		r.acted.owned, r.acted.since = key, time.Now()
+	}
+	if time.Since(r.acted.since) < actedQuiet {
+		return false, fmt.Sprintf("the operator is acting on %s %s (it owns %d objects)", u.GetKind(), u.GetName(), len(owned)), nil
+	}
+	return true, "", nil
+}
+
+// podsReady says whether every pod of the namespace is ready and none is
+// terminating, and every StatefulSet there has made its pods; else which
+// pod is not. The error is a failed look.
+func (r *run) podsReady(ctx context.Context) (bool, string, error) {
+	pods := &corev1.PodList{}
+	if err := r.e.Client.List(ctx, pods, client.InNamespace(r.ns)); err != nil {
+		return false, "", err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() || !framework.PodReady(p) {
+			return false, fmt.Sprintf("pod %s ready %v, terminating %v (phase %s%s)", p.Name, framework.PodReady(p), !p.DeletionTimestamp.IsZero(), p.Status.Phase, waitingReasons(p)), nil
+		}
+	}
+	// A pod its StatefulSet has not made yet is not ready either: no pod
+	// at all is not every pod ready (a recreated resource's new pods wait
+	// for the old ones, of the same names, to go).
+	missing, err := r.podsNotMade(ctx, pods)
+	return err == nil && missing == "", missing, err
+}
 
 // operatorActed says whether the operator has done anything for the
 // resource since the harness created it: written it (a status, a

@@ -104,3 +104,42 @@ func (e *Engine) scrapeAt(ctx context.Context, hostPort string) (map[string]*dto
 	}
 	return nil, err
 }
+
+// scrapeOperator reads the operator's metrics: the process's on envtest;
+// on a cluster every running operator pod's, their series put together,
+// so that a sum counts every replica (with leader election, a standby
+// has none of the controller's work, and which pod leads may change
+// during a run). A running pod that does not answer fails the scrape: a
+// sum without it could hide a rise.
+func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	m := r.e.operator.Metrics
+	if h := r.e.host; h != nil {
+		return r.e.scrapeAt(ctx, h.MetricsAddress())
+	}
+	pods, err := r.e.operatorPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]*dto.MetricFamily
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		fams, err := func() (map[string]*dto.MetricFamily, error) {
+			pf, err := framework.ForwardPort(ctx, r.e.Config, p.Namespace, p.Name, int(m.Port))
+			if err != nil {
+				return nil, err
+			}
+			defer pf.Close()
+			return r.e.scrapeAt(ctx, fmt.Sprintf("127.0.0.1:%d", pf.Local))
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("operator pod %s: %w", p.Name, err)
+		}
+		all = framework.MergeFamilies(all, fams)
+	}
+	if all == nil {
+		return nil, fmt.Errorf("no running operator pod in %s", r.e.operator.Namespace)
+	}
+	return all, nil
+}

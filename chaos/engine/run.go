@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gauntlet-dev/gauntlet/chaos/budget"
 	"github.com/gauntlet-dev/gauntlet/chaos/chaosmesh"
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/render"
@@ -81,7 +82,7 @@ type run struct {
 	podGuard *podstate.Guard
 	// budget judges the operator's pod deletions against the
 	// PodDisruptionBudgets, where the API proxy shows them.
-	budget *budgetGuard
+	budget *budget.Guard
 	// start is the state the starting resource converged to, read when
 	// the assertions ask whether the run's changes show.
 	start *compare.State
@@ -190,8 +191,8 @@ func (r *run) run(ctx context.Context, seed uint64) *report.Result {
 		return r.fail("creating the resource: %v", err)
 	}
 	if v := e.view; v != nil {
-		r.budget = &budgetGuard{client: e.Client, ns: r.ns}
-		defer r.budget.watch(v.Proxy)()
+		r.budget = &budget.Guard{Client: e.Client, Namespace: r.ns}
+		defer r.budget.Watch(v.Proxy)()
 	}
 	if err := r.firstConverged(ctx); err != nil {
 		return r.fail("%v", err)

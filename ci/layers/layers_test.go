@@ -27,9 +27,10 @@ var layers = [][]string{
 	// Mesh, the API relay, the Chaos Mesh install, the HTML report,
 	// gauntlet init's starter files, the files checked before a run, the
 	// comparison of two runs' end states, a resource's conditions over
-	// time, which scenarios run side by side.
+	// time, which scenarios run side by side, the disruption-budget
+	// oracle.
 	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare",
-		"chaos/timeline", "chaos/parallel"},
+		"chaos/timeline", "chaos/parallel", "chaos/budget"},
 	// envtest in place of nodes; a campaign as an Indexed Job; view
 	// faults made of the API proxy.
 	{"chaos/envtesthost", "chaos/shard", "chaos/viewfault"},

@@ -1,4 +1,4 @@
-package engine
+package budget
 
 import (
 	"strings"

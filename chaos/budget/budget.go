@@ -1,4 +1,4 @@
-package engine
+package budget
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
-// budgetReadTimeout bounds the reads behind one judged deletion: the
-// operator's request waits for them.
-const budgetReadTimeout = 5 * time.Second
+// readTimeout bounds the reads behind one judged deletion: the operator's
+// request waits for them.
+const readTimeout = 5 * time.Second
 
-// budgetGuard is the disruption-budget oracle. As the operator asks to
+// Guard is the disruption-budget oracle. As the operator asks to
 // delete a pod, before the request goes on, it reads the pods and the
 // PodDisruptionBudgets of the resource's namespace: deleting a healthy
 // pod that leaves fewer healthy pods than a budget covering it keeps
@@ -34,23 +34,24 @@ const budgetReadTimeout = 5 * time.Second
 // again does not. A budget that allows no disruption even with every pod
 // healthy (minAvailable equal to the pods) is not judged: every roll
 // breaks it, and Kubernetes' own drain would wait for ever.
-type budgetGuard struct {
-	client client.Client
-	ns     string
+type Guard struct {
+	Client client.Client
+	// Namespace is the resource's: the pods and budgets judged.
+	Namespace string
 
 	mu        sync.Mutex
 	judged    int
 	violation string
 }
 
-// watch judges the operator's pod deletions from now until the returned
+// Watch judges the operator's pod deletions from now until the returned
 // function is called.
-func (g *budgetGuard) watch(p *apiproxy.Proxy) (stop func()) {
+func (g *Guard) Watch(p *apiproxy.Proxy) (stop func()) {
 	p.BeforeWrite(func(i apiproxy.Info) {
-		if i.Verb != "delete" || i.Resource != "pods" || i.Subresource != "" || i.Namespace != g.ns || i.Name == "" {
+		if i.Verb != "delete" || i.Resource != "pods" || i.Subresource != "" || i.Namespace != g.Namespace || i.Name == "" {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), budgetReadTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
 		why, err := g.judge(ctx, i.Name)
 		g.mu.Lock()
@@ -65,13 +66,13 @@ func (g *budgetGuard) watch(p *apiproxy.Proxy) (stop func()) {
 	return func() { p.BeforeWrite(nil) }
 }
 
-func (g *budgetGuard) judge(ctx context.Context, pod string) (string, error) {
+func (g *Guard) judge(ctx context.Context, pod string) (string, error) {
 	pods := &corev1.PodList{}
-	if err := g.client.List(ctx, pods, client.InNamespace(g.ns)); err != nil {
+	if err := g.Client.List(ctx, pods, client.InNamespace(g.Namespace)); err != nil {
 		return "", err
 	}
 	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := g.client.List(ctx, pdbs, client.InNamespace(g.ns)); err != nil {
+	if err := g.Client.List(ctx, pdbs, client.InNamespace(g.Namespace)); err != nil {
 		return "", err
 	}
 	if len(pdbs.Items) == 0 {
@@ -79,14 +80,14 @@ func (g *budgetGuard) judge(ctx context.Context, pod string) (string, error) {
 	}
 	scale := map[types.UID]int{}
 	sets := &appsv1.StatefulSetList{}
-	if err := g.client.List(ctx, sets, client.InNamespace(g.ns)); err != nil {
+	if err := g.Client.List(ctx, sets, client.InNamespace(g.Namespace)); err != nil {
 		return "", err
 	}
 	for _, s := range sets.Items {
 		scale[s.UID] = int(ptr.Deref(s.Spec.Replicas, 1))
 	}
 	replicaSets := &appsv1.ReplicaSetList{}
-	if err := g.client.List(ctx, replicaSets, client.InNamespace(g.ns)); err != nil {
+	if err := g.Client.List(ctx, replicaSets, client.InNamespace(g.Namespace)); err != nil {
 		return "", err
 	}
 	for _, s := range replicaSets.Items {
@@ -161,8 +162,9 @@ func desiredHealthy(spec policyv1.PodDisruptionBudgetSpec, expected int) (int, b
 	return 0, false
 }
 
-// check is the oracle's check.
-func (g *budgetGuard) check() report.Check {
+// Check is the oracle's check: the first budget a deletion broke, or how
+// many deletions it judged.
+func (g *Guard) Check() report.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := report.Check{Kind: "disruption", Name: "the operator's pod deletions keep the PodDisruptionBudgets",
