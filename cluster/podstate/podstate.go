@@ -176,8 +176,9 @@ func FromEvents(events []corev1.Event, live []corev1.Pod) []Problem {
 			continue
 		case ev.Reason != "FailedCreate" && !mounting[obj.Name]:
 			// A container has started since: the volumes mounted on a
-			// retry (the kubelet's "failed to sync configmap cache"
-			// passes), whatever keeps the pod unready now.
+			// retry, whatever keeps the pod unready now.
+			continue
+		case transientMount(ev.Message):
 			continue
 		}
 		name := obj.Name
@@ -191,6 +192,15 @@ func FromEvents(events []corev1.Event, live []corev1.Pod) []Problem {
 		}
 	}
 	return out
+}
+
+// transientMount says whether a mount failure is the kubelet's own cache
+// not yet synced ("failed to sync configmap cache: timed out waiting for
+// the condition", the same for a Secret): the object exists, and a retry,
+// on a back-off of up to two minutes, mounts it. A missing ConfigMap or
+// Secret says "not found" instead.
+func transientMount(message string) bool {
+	return strings.Contains(message, "failed to sync ") && strings.Contains(message, " cache")
 }
 
 // started says whether a container of the pod, an init container's or

@@ -81,7 +81,8 @@ func event(kind, name, reason, message string, at time.Time) corev1.Event {
 // Events show what pod states do not: a volume that is not mounted, for a
 // pod still starting, and a pod admission refused; an old mount failure of
 // a pod that has since started (ready, or running but not yet ready: the
-// kubelet's retry mounted it) is not a problem.
+// kubelet's retry mounted it) is not a problem, nor is the kubelet's own
+// cache not yet synced, which a retry mounts.
 func TestFromEvents(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Now()
@@ -92,7 +93,9 @@ func TestFromEvents(t *testing.T) {
 	running := pod("running", func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sentinel", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	})
+	syncing := pod("syncing", waiting("ContainerCreating", "", 0))
 	events := []corev1.Event{
+		event("Pod", "syncing", "FailedMount", `MountVolume.SetUp failed for volume "sentinel-config" : failed to sync configmap cache: timed out waiting for the condition`, now),
 		event("Pod", "running", "FailedMount", `MountVolume.SetUp failed for volume "sentinel-config" : failed to sync configmap cache: timed out waiting for the condition`, now.Add(-time.Second)),
 		event("Pod", "starting", "FailedMount", `MountVolume.SetUp failed for volume "cert" : secret "webhook-server-cert" not found`, now.Add(-time.Second)),
 		event("Pod", "starting", "FailedMount", `an older one`, now.Add(-time.Minute)),
@@ -101,7 +104,7 @@ func TestFromEvents(t *testing.T) {
 		event("ReplicaSet", "op-7f9", "FailedCreate", `Internal error occurred: failed calling webhook`, now),
 	}
 	var got []string
-	for _, p := range FromEvents(events, []corev1.Pod{starting, started, running}) {
+	for _, p := range FromEvents(events, []corev1.Pod{starting, started, running, syncing}) {
 		got = append(got, p.String())
 	}
 	g.Expect(got).To(ConsistOf(
