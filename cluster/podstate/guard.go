@@ -41,12 +41,13 @@ func (g *Guard) Check(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	events, err := g.Client.CoreV1().Events(g.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		events = &corev1.EventList{}
-	}
-	if g.ImagesOnly {
-		events = &corev1.EventList{}
+	// A pull failure shows in the pods' states; the events tell only of
+	// mounts and admission, which an images-only guard leaves alone.
+	events := &corev1.EventList{}
+	if !g.ImagesOnly {
+		if listed, err := g.Client.CoreV1().Events(g.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
+			events = listed
+		}
 	}
 	stuck := g.watcher.Stuck(pods.Items, events.Items)
 	if g.ImagesOnly {
