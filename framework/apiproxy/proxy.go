@@ -286,7 +286,8 @@ func atLeast(rv, want string) bool {
 
 // LastWrites is, per namespace and resource (with its subresource:
 // "db pods", "db rabbitmqclusters/status"; cluster-scoped ones under
-// " nodes"), the last write answered with a 2xx.
+// " nodes"), the last state write (Request.StateWrite: a 2xx that changed
+// something, leader-election locks aside).
 func (p *Proxy) LastWrites() map[string]Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
