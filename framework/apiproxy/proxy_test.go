@@ -431,6 +431,9 @@ func TestLeaderLockWrites(t *testing.T) {
 	send(http.MethodPut, "/api/v1/namespaces/db/configmaps/settings", `{"metadata":{"name":"settings"},"data":{"a":"b"}}`)
 	send(http.MethodPut, "/api/v1/namespaces/db/secrets/lock", record)
 
+	// The proxy records a request once it has answered it: the client
+	// may read the answer first.
+	g.Eventually(func() []Request { return p.Requests() }).Should(HaveLen(4))
 	var locks []bool
 	for _, q := range p.Requests() {
 		locks = append(locks, q.Lock)
@@ -479,6 +482,7 @@ func TestNoOpWrites(t *testing.T) {
 	send(http.MethodPatch, `{"data":{"k":"x"}}`) // likewise
 	send(http.MethodGet, "")
 	send(http.MethodPatch, `{"data":{"k":"y"}}`) // rv 7
+	g.Eventually(func() []Request { return p.Requests() }).Should(HaveLen(5), "each recorded once answered")
 	var noop []bool
 	for _, q := range p.Requests() {
 		noop = append(noop, q.NoOp)
