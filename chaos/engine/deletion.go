@@ -3,130 +3,41 @@ package engine
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/compare"
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
+	"github.com/gauntlet-dev/gauntlet/chaos/teardown"
 	"github.com/gauntlet-dev/gauntlet/framework"
 	"github.com/gauntlet-dev/gauntlet/framework/apiproxy"
 )
 
-// deletionOrder watches the resource and the children it controls while
-// the resource is deleted, and records when each went.
-type deletionOrder struct {
-	mu       sync.Mutex
-	uid      string
-	gone     map[string]time.Time // kind/name -> deleted
-	children map[string]bool      // kind/name of objects the resource controls
-	stop     []func()
-}
-
 // beforeDeletion lists the resource and its children once before the
-// resource is deleted: the children it owns then are the ones the release
-// oracle judges writes to (view runs), and with the children-first
-// assertion the listing starts the watches that record the deletion's
-// order.
-func (r *run) beforeDeletion(ctx context.Context) (order *deletionOrder, owned map[string]bool) {
-	watch := r.s.Spec.Assertions.Deletion != nil && r.s.Spec.Assertions.Deletion.ChildrenFirst
-	if !watch && r.e.view == nil {
-		return nil, nil
-	}
-	// The owned set is best effort (a kind the operator may not list is
-	// left out of it); the order check needs every kind watched.
+// resource is deleted and watches them from that listing (the teardown
+// oracles); the children it owns then are the ones the release oracle
+// judges writes to (view runs). The listing is best effort (a kind the
+// operator may not list is left out of it); the children-first
+// assertion needs every kind watched.
+func (r *run) beforeDeletion(ctx context.Context) (w *teardown.Watch, owned map[string]bool) {
 	before, err := compare.List(ctx, r.e.Dynamic, r.ns, append([]schema.GroupVersionResource{r.gvr}, compare.ChildResources...)...)
 	owned = before.OwnedBy(string(r.obj.GetUID()))
-	if watch && err == nil {
-		order, err = r.watchDeletion(ctx, before)
+	if err != nil && r.childrenFirst() {
+		r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
+		return nil, owned
 	}
-	if watch && err != nil {
+	if w, err = teardown.Start(ctx, r.e.Dynamic, r.ns, r.obj, before); err != nil {
 		r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
 	}
-	return order, owned
+	return w, owned
 }
 
-// watchDeletion starts a watch of each kind listed, from its list.
-func (r *run) watchDeletion(ctx context.Context, listed compare.Listing) (*deletionOrder, error) {
-	d := &deletionOrder{uid: string(r.obj.GetUID()), gone: map[string]time.Time{}, children: map[string]bool{}}
-	for _, l := range listed {
-		for i := range l.List.Items {
-			d.note(&l.List.Items[i])
-		}
-		w, err := r.e.Dynamic.Resource(l.Resource).Namespace(r.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: l.List.GetResourceVersion()})
-		if err != nil {
-			d.close()
-			return nil, fmt.Errorf("watching %s: %w", l.Resource.Resource, err)
-		}
-		d.stop = append(d.stop, w.Stop)
-		go d.follow(w)
-	}
-	return d, nil
-}
-
-func (d *deletionOrder) note(u *unstructured.Unstructured) {
-	ref := metav1.GetControllerOf(u)
-	if ref != nil && string(ref.UID) == d.uid {
-		d.mu.Lock()
-		d.children[u.GetKind()+"/"+u.GetName()] = true
-		d.mu.Unlock()
-	}
-}
-
-func (d *deletionOrder) follow(w watch.Interface) {
-	for ev := range w.ResultChan() {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		d.note(u)
-		if ev.Type == watch.Deleted {
-			d.mu.Lock()
-			d.gone[u.GetKind()+"/"+u.GetName()] = time.Now()
-			d.mu.Unlock()
-		}
-	}
-}
-
-func (d *deletionOrder) close() {
-	for _, s := range d.stop {
-		s()
-	}
-}
-
-// judge checks that every child went before the resource (key).
-func (d *deletionOrder) judge(key string) report.Check {
-	d.close()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c := report.Check{Kind: "operator", Name: "children deleted before the resource", Value: "in order", Budget: "every child first"}
-	resGone, ok := d.gone[key]
-	if !ok {
-		c.Value, c.Violation = "not seen", "the resource's deletion was not seen by the watch"
-		return c
-	}
-	var late []string
-	for _, child := range slices.Sorted(maps.Keys(d.children)) {
-		at, gone := d.gone[child]
-		switch {
-		case !gone:
-			late = append(late, child+" still there")
-		case at.After(resGone):
-			late = append(late, fmt.Sprintf("%s outlived it by %s", child, at.Sub(resGone).Round(time.Millisecond)))
-		}
-	}
-	if len(late) > 0 {
-		c.Value = strings.Join(late, "; ")
-		c.Violation = "the resource went before its children (its finalizer was released before the cleanup it guards): " + c.Value
-	}
-	return c
+func (r *run) childrenFirst() bool {
+	return r.s.Spec.Assertions.Deletion != nil && r.s.Spec.Assertions.Deletion.ChildrenFirst
 }
 
 // leakable are the kinds nothing may be left of once the resource is

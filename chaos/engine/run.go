@@ -403,7 +403,7 @@ func (r *run) cleanup(ctx context.Context) {
 	}
 	r.bundle(ctx)
 	if r.obj != nil && r.obj.GetUID() != "" {
-		order, owned := r.beforeDeletion(ctx)
+		watch, owned := r.beforeDeletion(ctx)
 		deleted := time.Now()
 		if err := r.deleteResource(ctx); err != nil {
 			r.res.Errors = append(r.res.Errors, "cleanup: "+err.Error())
@@ -414,11 +414,12 @@ func (r *run) cleanup(ctx context.Context) {
 				r.writesAfterRelease(deleted, owned)
 			}
 		}
-		if order != nil {
-			c := order.judge(r.obj.GetKind() + "/" + r.obj.GetName())
-			r.res.Checks = append(r.res.Checks, c)
-			if !c.OK() {
-				r.res.Violations = append(r.res.Violations, c.Violation)
+		if watch != nil {
+			for _, c := range watch.Judge(ctx, r.childrenFirst()) {
+				r.res.Checks = append(r.res.Checks, c)
+				if !c.OK() {
+					r.res.Violations = append(r.res.Violations, c.Violation)
+				}
 			}
 		}
 		r.bundle(ctx) // failed in its deletion: what is left

@@ -32,8 +32,9 @@ var layers = [][]string{
 	{"chaos/chaosmesh", "chaos/relay", "chaos/install", "chaos/htmlreport", "chaos/starter", "chaos/preflight", "chaos/compare",
 		"chaos/timeline", "chaos/parallel", "chaos/budget"},
 	// envtest in place of nodes; a campaign as an Indexed Job; view
-	// faults made of the API proxy.
-	{"chaos/envtesthost", "chaos/shard", "chaos/viewfault"},
+	// faults made of the API proxy; the oracles of a resource's deletion
+	// (on compare's listing).
+	{"chaos/envtesthost", "chaos/shard", "chaos/viewfault", "chaos/teardown"},
 	// Run a scenario and judge it.
 	{"chaos/engine"},
 	// A campaign of runs the engine makes and judges.
