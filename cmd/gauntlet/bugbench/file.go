@@ -40,6 +40,11 @@ type Operator struct {
 	Manifests          map[string]string `json:"manifests,omitempty"`
 	ToolCost           map[string]string `json:"toolCost,omitempty"`
 	Bench              *Bench            `json:"bench,omitempty"`
+	// Kind is how to campaign on kind (bench bugs --kind), where the
+	// managed system runs in real pods: its own folder and base, and the
+	// command that builds a source's images. Bench is used where it is
+	// not given.
+	Kind *Bench `json:"kind,omitempty"`
 }
 
 // Bench is all that is written per operator: the folder with its
@@ -69,6 +74,13 @@ type Bench struct {
 	// source that does not descend from it: one that does brings its own,
 	// and receives itself.
 	Trees map[string]string `json:"trees,omitempty"`
+	// Images is a command run once for each source tree before the
+	// runs on it, in the Scenarios folder, with Variable set to the tree
+	// and GAUNTLET_IMAGES_ENV to a file where it writes NAME=VALUE lines
+	// (the images it built from the tree): each is handed to the Operator
+	// file as --set NAME=VALUE. On kind, where the operator runs from an
+	// image, a tree's own code reaches the cluster only this way.
+	Images []string `json:"images,omitempty"`
 }
 
 // Bug is a published bug (or a variant of ours) and the sources before
@@ -186,16 +198,17 @@ func (f *File) check() error {
 	for i := range f.Operators {
 		op := &f.Operators[i]
 		ops[op.Operator] = op
-		if op.Bench == nil {
-			continue
-		}
-		b := op.Bench
-		if b.Scenarios == "" || b.Base == "" || b.Repo == "" {
-			errs = append(errs, fmt.Errorf("operator %s: bench needs scenarios, base and repo", op.Operator))
-		}
-		b.Scenarios, b.Repo = abs(b.Scenarios), abs(b.Repo)
-		if b.Variable == "" {
-			b.Variable = "OPERATOR_SOURCE"
+		for name, b := range map[string]*Bench{"bench": op.Bench, "kind": op.Kind} {
+			if b == nil {
+				continue
+			}
+			if b.Scenarios == "" || b.Base == "" || b.Repo == "" {
+				errs = append(errs, fmt.Errorf("operator %s: %s needs scenarios, base and repo", op.Operator, name))
+			}
+			b.Scenarios, b.Repo = abs(b.Scenarios), abs(b.Repo)
+			if b.Variable == "" {
+				b.Variable = "OPERATOR_SOURCE"
+			}
 		}
 	}
 	seen := map[string]bool{}
@@ -224,11 +237,15 @@ func (f *File) check() error {
 	return errors.Join(errs...)
 }
 
-// Bench is the bench stanza of the bug's operator (nil: the file says
-// nothing of how to run it).
-func (f *File) Bench(bug Bug) *Bench {
+// Bench is the bench stanza of the bug's operator, its kind stanza on
+// kind where it has one (nil: the file says nothing of how to run it).
+func (f *File) Bench(bug Bug, kind bool) *Bench {
 	for _, op := range f.Operators {
-		if op.Operator == bug.Operator {
+		switch {
+		case op.Operator != bug.Operator:
+		case kind && op.Kind != nil:
+			return op.Kind
+		default:
 			return op.Bench
 		}
 	}

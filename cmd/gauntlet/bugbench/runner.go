@@ -35,6 +35,8 @@ type Runner struct {
 	Out string
 	// Progress gets a line per step: what, and how long it took.
 	Progress io.Writer
+
+	built map[string][]string // the --set flags of each tree's images, by tree
 }
 
 // Run runs the campaigns of bugs and writes the results.
@@ -43,7 +45,7 @@ func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 	res := &Result{Seed: r.Options.Seed, Budget: r.Options.Budget.String(), Kind: r.Options.Kind,
 		Shards: r.Options.Shards, MultiNode: r.Options.MultiNode}
 	for _, group := range groups(bugs) {
-		b := r.File.Bench(group[0])
+		b := r.File.Bench(group[0], r.Options.Kind)
 		if b == nil {
 			for _, bug := range group {
 				res.Bugs = append(res.Bugs, BugResult{Bug: bug, Verdict: NotRun, Why: "its operator has no bench stanza: it has not come through the door yet"})
@@ -197,7 +199,8 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 		}
 		set = append(set, "--set", v+"="+fixed)
 	}
-	return set, nil
+	built, err := r.images(ctx, t, b, dir)
+	return append(set, built...), err
 }
 
 // replay runs a finding's scenario file on the buggy source and, when it
@@ -443,7 +446,7 @@ func (r *Runner) Update(ctx context.Context, res *Result) error {
 			group = append(group, now[id])
 		}
 		c.LeftOut = r.leftOut(*c)
-		b := r.File.Bench(group[0])
+		b := r.File.Bench(group[0], r.Options.Kind)
 		if b == nil || c.Error != "" {
 			continue
 		}
