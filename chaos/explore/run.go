@@ -103,9 +103,11 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 	case ctx.Err() != nil:
 		// Interrupted: what the reference run saw last is no verdict.
 		return nil, nil, fmt.Errorf("the reference run: %w", ctx.Err())
-	case ref == nil:
-		// The operator cannot settle the starting resource itself: the
-		// first finding, and the campaign has nothing to start from.
+	case ref == nil || refRes.Verdict() != report.Passed:
+		// The operator cannot settle the starting resource itself, or
+		// its deletion (judged once the end state was read) broke an
+		// oracle: the first finding, and the campaign has nothing sound
+		// to start from.
 		return c.unsettled(ctx, refRes, x, start)
 	}
 	c.learned.Observe(ref)
