@@ -22,7 +22,7 @@ type benchBugsFlags struct {
 	file, out, expect, rejudge string
 	ids, repos                 []string
 	o                          bugbench.Options
-	keepSources                bool
+	keepSources, onlyExpected  bool
 }
 
 func newBenchBugsCmd() *cobra.Command {
@@ -57,7 +57,8 @@ is not found again.`,
 	fs.StringSliceVar(&f.ids, "bug", nil, "run only this bug (repeat; default every bug in the file)")
 	fs.StringSliceVar(&f.repos, "repo", nil, "OPERATOR=PATH: a local git repository for an operator, instead of the file's (repeat)")
 	fs.StringVar(&f.out, "report", "", "the run's folder (default artifacts/bench-bugs-<time>)")
-	fs.StringVar(&f.expect, "expect", "", "a markdown document whose bug table marks bugs found: fail when one is not found again")
+	fs.StringVar(&f.expect, "expect", "", "a markdown document whose bug table marks bugs found (on envtest, or on kind with --kind: its \"on\" column): fail when one is not found again")
+	fs.BoolVar(&f.onlyExpected, "only-expected", false, "with --expect: run only the bugs the document marks found in this environment")
 	fs.Uint64Var(&f.o.Seed, "seed", 1, "seed of every campaign and replay")
 	fs.DurationVar(&f.o.Budget, "budget", 30*time.Minute, "campaign time for each buggy source")
 	fs.IntVar(&f.o.Sequences, "sequences", 8, "multi-step sequences a campaign tries after every single step")
@@ -99,8 +100,16 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	}
 	var expected []string
 	if f.expect != "" {
-		if expected, err = bugbench.Expected(f.expect); err != nil {
+		if expected, err = bugbench.Expected(f.expect, map[bool]string{true: "kind", false: "envtest"}[f.o.Kind]); err != nil {
 			return usagef("--expect: %v", err)
+		}
+	}
+	if f.onlyExpected {
+		if f.expect == "" || len(f.ids) > 0 {
+			return usagef("--only-expected goes with --expect and without --bug")
+		}
+		if bugs, err = r.File.Select(expected); err != nil {
+			return usagef("--only-expected: %s marks found a bug %s does not hold: %v", f.expect, f.file, err)
 		}
 	}
 	r.Progress = cmd.ErrOrStderr()

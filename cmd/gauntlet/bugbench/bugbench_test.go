@@ -468,10 +468,19 @@ func TestExpectedAndRegressions(t *testing.T) {
 | `+"`hot-loop`"+` | ref | found | 2.1 |
 | pdb | ref | found (after 3 min) | 3.0 |
 | impatient | ref | not found: no finding | - |
+
+| bug | on | verdict |
+|---|---|---|
+| stale | envtest | found |
+| final-snapshot | kind | found |
+| scale-down | kind | not found |
 `)
-	got, err := Expected(doc)
-	if err != nil || !slices.Equal(got, []string{"hot-loop", "pdb"}) {
-		t.Fatalf("Expected = %v, %v; want [hot-loop pdb]", got, err)
+	got, err := Expected(doc, "envtest")
+	if err != nil || !slices.Equal(got, []string{"hot-loop", "pdb", "stale"}) {
+		t.Fatalf("Expected = %v, %v; want [hot-loop pdb stale]", got, err)
+	}
+	if onKind, _ := Expected(doc, "kind"); !slices.Equal(onKind, []string{"final-snapshot"}) {
+		t.Fatalf("Expected on kind = %v, want [final-snapshot]", onKind)
 	}
 	res := &Result{Bugs: []BugResult{
 		{Bug: Bug{ID: "hot-loop"}, Verdict: Found},
