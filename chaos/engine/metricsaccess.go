@@ -106,11 +106,13 @@ func (e *Engine) scrapeAt(ctx context.Context, hostPort string) (map[string]*dto
 }
 
 // scrapeOperator reads the operator's metrics: the process's on envtest;
-// on a cluster every running operator pod's, their series put together,
-// so that a sum counts every replica (with leader election, a standby
-// has none of the controller's work, and which pod leads may change
-// during a run). A running pod that does not answer fails the scrape: a
-// sum without it could hide a rise.
+// on a cluster every ready operator pod's (every running one's when none
+// is ready), their series put together, so that a sum counts every
+// replica (with leader election, a standby has none of the controller's
+// work, and which pod leads may change during a run). A pod scraped that
+// does not answer fails the scrape: a sum without it could hide a rise.
+// One that is running but not ready yet (just restarted) may not serve
+// its metrics yet, and has done no work since it started.
 func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	m := r.e.operator.Metrics
 	if h := r.e.host; h != nil {
@@ -121,10 +123,7 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 		return nil, err
 	}
 	var all map[string]*dto.MetricFamily
-	for _, p := range pods {
-		if p.Status.Phase != corev1.PodRunning {
-			continue
-		}
+	for _, p := range scrapedPods(pods) {
 		fams, err := func() (map[string]*dto.MetricFamily, error) {
 			pf, err := framework.ForwardPort(ctx, r.e.Config, p.Namespace, p.Name, int(m.Port))
 			if err != nil {
@@ -142,4 +141,23 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 		return nil, fmt.Errorf("no running operator pod in %s", r.e.operator.Namespace)
 	}
 	return all, nil
+}
+
+// scrapedPods are the ready pods of pods, or the running ones when none
+// is ready.
+func scrapedPods(pods []corev1.Pod) []corev1.Pod {
+	var ready, running []corev1.Pod
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase != corev1.PodRunning:
+		case framework.PodReady(&p):
+			ready = append(ready, p)
+		default:
+			running = append(running, p)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return running
 }
