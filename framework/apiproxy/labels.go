@@ -78,12 +78,18 @@ func (c *labelCache) forget(k objKey) {
 	delete(c.m, k)
 }
 
-// learn updates the cache from a 2xx JSON answer to the request info.
-func (c *labelCache) learn(info Info, body []byte) {
-	var o objectJSON
-	if json.Unmarshal(body, &o) != nil || o.Kind == "Status" {
-		return
+// readAnswer reads a 2xx JSON answer as an object or a list of them; ok
+// is false for what holds none (a Status, a body that is not one).
+func readAnswer(body []byte) (o *objectJSON, ok bool) {
+	o = &objectJSON{}
+	if json.Unmarshal(body, o) != nil || o.Kind == "Status" {
+		return nil, false
 	}
+	return o, true
+}
+
+// learn updates the cache from an answer (readAnswer) to the request info.
+func (c *labelCache) learn(info Info, o *objectJSON) {
 	if info.Verb == "delete" {
 		c.forget(objKey{info.Resource, info.Namespace, info.Name})
 		return

@@ -441,8 +441,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err != nil || body == nil {
 		return err
 	}
-	p.labels.learn(x.info, body)
-	x.noop = p.versions.answered(x.info, body)
+	if o, ok := readAnswer(body); ok {
+		p.labels.learn(x.info, o)
+		x.noop = p.versions.answered(x.info, o)
+	}
 	if x.info.Verb == "get" || x.info.Verb == "list" {
 		p.records.add(staleKey(x), record{
 			at: time.Now(), status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body,

@@ -66,13 +66,20 @@ func TestRuleMatchesLabels(t *testing.T) {
 	g.Expect(r.matches(req("POST", "/api/v1/namespaces/db/configmaps", `{"metadata":{"name":"a","labels":{"app":"db","x":"y"}}}`))).To(BeTrue())
 	g.Expect(r.matches(req("POST", "/api/v1/namespaces/db/configmaps", `{"metadata":{"name":"a","labels":{"app":"web"}}}`))).To(BeFalse())
 	g.Expect(r.matches(req("PUT", "/api/v1/namespaces/db/configmaps/a", ""))).To(BeFalse(), "not seen yet")
+	answer := func(body string) *objectJSON {
+		o, ok := readAnswer([]byte(body))
+		g.Expect(ok).To(BeTrue(), body)
+		return o
+	}
 	p.labels.learn(Info{Verb: "list", Resource: "configmaps"},
-		[]byte(`{"kind":"ConfigMapList","items":[{"metadata":{"name":"a","namespace":"db","labels":{"app":"db"}}}]}`))
+		answer(`{"kind":"ConfigMapList","items":[{"metadata":{"name":"a","namespace":"db","labels":{"app":"db"}}}]}`))
 	g.Expect(r.matches(req("PUT", "/api/v1/namespaces/db/configmaps/a", ""))).To(BeTrue(), "labels as last seen in a list")
 	g.Expect(r.matches(req("GET", "/api/v1/namespaces/db/configmaps?labelSelector=app%3Ddb,x%3Dy", ""))).To(BeTrue())
 	g.Expect(r.matches(req("GET", "/api/v1/namespaces/db/configmaps?labelSelector=app", ""))).To(BeFalse(), "exists is not app=db")
 	g.Expect(r.matches(req("GET", "/api/v1/namespaces/db/configmaps?watch=1", ""))).To(BeFalse())
-	p.labels.learn(Info{Verb: "delete", Resource: "configmaps", Namespace: "db", Name: "a"}, []byte(`{"kind":"ConfigMap"}`))
+	p.labels.learn(Info{Verb: "delete", Resource: "configmaps", Namespace: "db", Name: "a"}, answer(`{"kind":"ConfigMap"}`))
+	_, ok := readAnswer([]byte(`{"kind":"Status","status":"Failure"}`))
+	g.Expect(ok).To(BeFalse(), "a Status holds no object")
 	g.Expect(r.matches(req("PUT", "/api/v1/namespaces/db/configmaps/a", ""))).To(BeFalse(), "forgotten once deleted")
 }
 

@@ -1,9 +1,6 @@
 package apiproxy
 
-import (
-	"encoding/json"
-	"sync"
-)
+import "sync"
 
 // versions remembers the resourceVersion at which the proxy last saw each
 // object (in an answer it read, in a watch event it handed on), to tell a
@@ -27,19 +24,12 @@ func (v *versions) saw(k objKey, rv string) {
 	v.rv[k] = rv
 }
 
-// answered notes the object of a JSON answer to a request about one
-// object, and says whether the request was an update or patch answered
-// with the object at the version last seen: a write that changed nothing.
-// An object never seen before counts as changed.
-func (v *versions) answered(info Info, body []byte) (noop bool) {
-	if info.Name == "" {
-		return false
-	}
-	var o struct {
-		Kind     string  `json:"kind"`
-		Metadata objMeta `json:"metadata"`
-	}
-	if json.Unmarshal(body, &o) != nil || o.Kind == "Status" || o.Metadata.ResourceVersion == "" {
+// answered notes the object of an answer (readAnswer) to a request about
+// one object, and says whether the request was an update or patch
+// answered with the object at the version last seen: a write that
+// changed nothing. An object never seen before counts as changed.
+func (v *versions) answered(info Info, o *objectJSON) (noop bool) {
+	if info.Name == "" || o.Metadata.ResourceVersion == "" {
 		return false
 	}
 	k := objKey{info.Resource, info.Namespace, info.Name}
