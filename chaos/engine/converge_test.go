@@ -120,6 +120,27 @@ func TestOperatorActed(t *testing.T) {
 	g.Expect(owned).To(BeEmpty())
 }
 
+// The first convergence skips the quiet wait when the operator says it is
+// done in a status the converged expressions read.
+func TestStatusSpeaks(t *testing.T) {
+	g := NewWithT(t)
+	written := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"observedGeneration": int64(1)}}}
+	none := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	for _, tc := range []struct {
+		converged []string
+		u         *unstructured.Unstructured
+		want      bool
+	}{
+		{[]string{"self.status.observedGeneration == self.metadata.generation"}, written, true},
+		{[]string{"self.status.observedGeneration == self.metadata.generation"}, none, false},
+		{[]string{"true"}, written, false},
+		{nil, written, false},
+	} {
+		r := &run{s: &scenario.Scenario{Spec: scenario.ScenarioSpec{Resource: scenario.Resource{Converged: tc.converged}}}}
+		g.Expect(r.statusSpeaks(tc.u)).To(Equal(tc.want), "%v on %v", tc.converged, tc.u.Object)
+	}
+}
+
 // A pod that is not ready says what its containers wait for.
 func TestWaitingReasons(t *testing.T) {
 	g := NewWithT(t)
