@@ -41,6 +41,10 @@ type campaign struct {
 	// roles are those the fault menu's faults target that the base does
 	// not define (the operator's, a set's first member).
 	roles map[string]scenario.Role
+	// aside are the oracles the starting resource broke as it is, the
+	// campaign's first finding (x.Findings[0]): a later run that breaks
+	// one is that finding again, wherever its steps were.
+	aside map[string]bool
 }
 
 // scenario is the campaign's scenario for seq, with the follows learned
@@ -144,18 +148,42 @@ func (c *campaign) run(ctx context.Context, name string, seq []space.Step, fault
 // as it is) broke an oracle: that is its one finding, written as a
 // scenario file with no step.
 func (c *campaign) unsettled(ctx context.Context, ref *report.Result, x *report.Campaign, start time.Time) (*report.Report, *report.Campaign, error) {
-	oracle, what := classify(ref, nil)
-	if oracle == "" {
-		return nil, nil, fmt.Errorf("the starting resource, created as it is: %s", what)
+	oracle, what, err := c.startFinding(ctx, ref, x, start)
+	if err != nil {
+		return nil, nil, err
 	}
 	c.e.Logf("explore: the starting resource, as it is, broke %q: %s", oracle, what)
-	f := c.finding(ctx, "explore-0", nil, nil, oracle, what)
-	f.After, f.Run = time.Since(start), 1
-	x.Findings, x.Runs = append(x.Findings, f), 1
 	x.Took = time.Since(start)
 	rep := report.NewReport(c.o.Seed, c.e.Name())
 	rep.Results, rep.Campaign = []*report.Result{ref}, x
 	return rep, x, c.save(rep, x)
+}
+
+// startFinding records what the reference run (the starting resource as
+// it is) broke as the campaign's first finding, explore-0, a scenario
+// file with no step, and sets the oracles it broke aside for any run
+// after it.
+func (c *campaign) startFinding(ctx context.Context, ref *report.Result, x *report.Campaign, start time.Time) (oracle, what string, err error) {
+	oracle, what = classify(ref, nil)
+	if oracle == "" {
+		return "", "", fmt.Errorf("the starting resource, created as it is: %s", what)
+	}
+	f := c.finding(ctx, "explore-0", nil, nil, oracle, what)
+	f.After, f.Run = time.Since(start), 1
+	x.Findings, x.Runs = append(x.Findings, f), x.Runs+1
+	c.aside = map[string]bool{}
+	for _, o := range report.BrokenOracles(ref, nil) {
+		c.aside[o] = true
+	}
+	return oracle, what, nil
+}
+
+// withoutAside drops the oracles set aside from what a run broke, and
+// says whether it dropped any.
+func (c *campaign) withoutAside(all []report.Broken) ([]report.Broken, bool) {
+	n := len(all)
+	all = slices.DeleteFunc(all, func(b report.Broken) bool { return c.aside[b.Oracle] })
+	return all, len(all) < n
 }
 
 // save writes the campaign's report, explore.json and explore.md.
@@ -223,8 +251,12 @@ func (c *campaign) try(ctx context.Context, name string, seed uint64, seq []spac
 		return res
 	}
 	all, what := report.Judge(res, space.SetBy(seq))
+	all, aside := c.withoutAside(all)
 	switch {
 	case len(all) > 0 || res.Verdict() != report.Failed:
+	case aside:
+		x.Findings[0].Again = append(x.Findings[0].Again, name)
+		what = "only what the starting resource broke (explore-0): " + what
 	case strings.HasPrefix(what, "refused"):
 		res.Refused = what
 	default: // not judged: the fault never fired, or only the deletion hung

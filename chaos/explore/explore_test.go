@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -431,5 +432,23 @@ func TestFindingReplaysWhereTheCampaignRan(t *testing.T) {
 	e.envtest = true
 	if got := c.replayCommand("f.yaml"); !strings.Contains(got, "gauntlet run --envtest -f ") {
 		t.Errorf("an envtest campaign's finding replays with %q", got)
+	}
+}
+
+// Once the starting resource broke an oracle (set aside as explore-0), a
+// run that breaks only it is that finding again; what else a run broke
+// is judged as before, in order.
+func TestWithoutAside(t *testing.T) {
+	c := &campaign{aside: map[string]bool{"operator: work begun for the deletion finished before the resource went": true}}
+	deletion := report.Broken{Oracle: "operator: work begun for the deletion finished before the resource went", Where: "spec.backup"}
+	twin := report.Broken{Oracle: "twin: end state", Where: "spec.replicas"}
+	if got, aside := c.withoutAside([]report.Broken{deletion}); len(got) != 0 || !aside {
+		t.Errorf("only the set-aside oracle: got %v, aside %v; want none, true", got, aside)
+	}
+	if got, aside := c.withoutAside([]report.Broken{deletion, twin}); !slices.Equal(got, []report.Broken{twin}) || !aside {
+		t.Errorf("with another: got %v, aside %v; want the twin's alone, true", got, aside)
+	}
+	if got, aside := (&campaign{}).withoutAside([]report.Broken{deletion}); len(got) != 1 || aside {
+		t.Errorf("nothing set aside: got %v, aside %v", got, aside)
 	}
 }

@@ -103,12 +103,19 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 	case ctx.Err() != nil:
 		// Interrupted: what the reference run saw last is no verdict.
 		return nil, nil, fmt.Errorf("the reference run: %w", ctx.Err())
-	case ref == nil || refRes.Verdict() != report.Passed:
-		// The operator cannot settle the starting resource itself, or
-		// its deletion (judged once the end state was read) broke an
-		// oracle: the first finding, and the campaign has nothing sound
-		// to start from.
+	case ref == nil:
+		// The operator cannot settle the starting resource itself: the
+		// first finding, and the campaign has nothing to start from.
 		return c.unsettled(ctx, refRes, x, start)
+	case refRes.Verdict() != report.Passed:
+		// It settled, and its deletion (judged once the end state was
+		// read) broke an oracle: the first finding, and that oracle is
+		// set aside, so that every run's deletion does not find it again.
+		oracle, what, err := c.startFinding(ctx, refRes, x, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.Logf("explore: the starting resource, as it is, broke %q: %s; the campaign goes on with it set aside", oracle, what)
 	}
 	c.learned.Observe(ref)
 	converge, deletion := e.Slowest()
@@ -123,6 +130,9 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())
+	if len(x.Findings) > 0 {
+		rep.Results = append(rep.Results, refRes) // what explore-0 broke
+	}
 	steps, err = c.runPlan(ctx, plan, faults, x, rep, start)
 	if err != nil {
 		return rep, x, err
