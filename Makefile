@@ -287,6 +287,12 @@ test-explore-bugs: gauntlet envtest-bins ## The reference operator's bug variant
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml \
 	  --budget $(GATE_BUDGET) --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs
 
+GATE_BUDGET_KIND ?= 10m
+.PHONY: test-explore-bugs-kind
+test-explore-bugs-kind: gauntlet docker-engine ## The reference variants docs/BENCHMARKS.md marks found on kind (what envtest cannot run, such as a final snapshot), found again there: a kind cluster per campaign and replay (GATE_BUDGET_KIND each, 10m); nightly.
+	$(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml --kind --only-expected \
+	  --budget $(GATE_BUDGET_KIND) --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs-kind
+
 BUGS_FILE ?= suites/bugbench/bugs.yaml
 .PHONY: bench-bugs
 bench-bugs: gauntlet envtest-bins ## The bug benchmark: Sieve's and Acto's published bugs (BUGS_FILE; BUGS_REPOS="op=path ..." for local clones), a campaign per buggy commit (BUGS_BUDGET), every finding replayed on the fix; artifacts/bench-bugs/bugs.md.
