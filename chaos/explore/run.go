@@ -108,19 +108,12 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 		// first finding, and the campaign has nothing to start from.
 		return c.unsettled(ctx, refRes, x, start)
 	case refRes.Verdict() != report.Passed:
-		// It settled, and its deletion (judged once the end state was
-		// read) broke an oracle: the first finding, and that oracle is
-		// set aside, so that every run's deletion does not find it again.
-		oracle, what, err := c.startFinding(ctx, refRes, x, start)
-		if err != nil {
+		if err := c.goOnPast(ctx, refRes, x, start); err != nil {
 			return nil, nil, err
 		}
-		e.Logf("explore: the starting resource, as it is, broke %q: %s; the campaign goes on with it set aside", oracle, what)
 	}
 	c.learned.Observe(ref)
-	converge, deletion := e.Slowest()
-	e.Logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
-		c.patience(), c.deletionPatience(), space.PatienceFactor, converge.Round(time.Millisecond), deletion.Round(time.Millisecond), space.PatienceFloor)
+	c.logPatience()
 	var faults []*scenario.Fault
 	if !o.NoFaults {
 		menu := c.learnFaults(refStart, refRes.Phases.Converged, ref)
@@ -130,9 +123,7 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 	}
 
 	rep := report.NewReport(o.Seed, e.Name())
-	if len(x.Findings) > 0 {
-		rep.Results = append(rep.Results, refRes) // what explore-0 broke
-	}
+	rep.Results = c.startResults(refRes, x)
 	steps, err = c.runPlan(ctx, plan, faults, x, rep, start)
 	if err != nil {
 		return rep, x, err
@@ -145,6 +136,34 @@ func Run(ctx context.Context, e Engine, o Options) (*report.Report, *report.Camp
 	x.StepsPerMinute = float64(len(steps)) / x.Took.Minutes()
 	rep.Campaign = x
 	return rep, x, c.save(rep, x)
+}
+
+// goOnPast records what a reference run that settled broke at its
+// deletion (judged once its end state was read) as the first finding,
+// and sets that oracle aside, so that every run's deletion does not find
+// it again.
+func (c *campaign) goOnPast(ctx context.Context, ref *report.Result, x *report.Campaign, start time.Time) error {
+	oracle, what, err := c.startFinding(ctx, ref, x, start)
+	if err == nil {
+		c.e.Logf("explore: the starting resource, as it is, broke %q: %s; the campaign goes on with it set aside", oracle, what)
+	}
+	return err
+}
+
+// startResults are the results a campaign's report starts with: the
+// reference run's when it is the first finding (what explore-0 broke).
+func (c *campaign) startResults(ref *report.Result, x *report.Campaign) []*report.Result {
+	if len(x.Findings) > 0 {
+		return []*report.Result{ref}
+	}
+	return nil
+}
+
+// logPatience says how long a run waits, as the reference run set it.
+func (c *campaign) logPatience() {
+	converge, deletion := c.e.Slowest()
+	c.e.Logf("explore: a run waits %s at most to converge and %s for its resource to go (%d times the slowest so far, %s and %s, at least %s, at most the base's bounds, which a finding's file keeps)",
+		c.patience(), c.deletionPatience(), space.PatienceFactor, converge.Round(time.Millisecond), deletion.Round(time.Millisecond), space.PatienceFloor)
 }
 
 // runPlan runs the shard's sequences of the plan until the budget is
