@@ -139,7 +139,8 @@ func TestRenderCampaign(t *testing.T) {
 		Follows: []string{"spec.image → StatefulSet/db spec.template.spec.containers[0].image"},
 		Findings: []report.Finding{{Scenario: "explore-3", Oracle: "consistency: x", What: "spec.image=x, but …", Shrunk: []string{"spec.image=x"}, File: "findings/explore-3.yaml",
 			Again: []string{"explore-7", "explore-9"}},
-			{Scenario: "explore-5", Oracle: "settles", What: "gave up; status " + strings.Repeat("x", 400), Shrunk: []string{"spec.replicas=9"}, File: "findings/explore-5.yaml"}}}
+			{Scenario: "explore-5", Oracle: "settles", What: "gave up; status " + strings.Repeat("x", 400), Shrunk: []string{"spec.replicas=9"}, File: "findings/explore-5.yaml"},
+			{Scenario: "explore-0", Oracle: "operator: work begun for the deletion", What: "Job/x unfinished", File: "findings/explore-0.yaml"}}}
 	b, err := Render(rep, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	html := string(b)
@@ -156,6 +157,8 @@ func TestRenderCampaign(t *testing.T) {
 	g.Expect(html).To(ContainSubstring(`<span class="unjudged">1 not judged</span>`))
 	g.Expect(html).To(ContainSubstring(`<span class="badge unjudged">unjudged</span>`))
 	g.Expect(html).To(ContainSubstring(`0 failed`), "neither a refusal the oracle allows nor a run not judged is a failure")
+	g.Expect(html).To(ContainSubstring(`<td><span class="meta">none injected</span></td>`), "a run with no fault says so in its fault cell")
+	g.Expect(html).To(ContainSubstring("no step: the starting resource as it is · written to <code>findings/explore-0.yaml</code>"), "a finding of the starting resource has no step to show")
 	g.Expect(html).To(ContainSubstring("… (whole under the run)"), "a long finding is cut in the summary")
 	g.Expect(html).NotTo(ContainSubstring("shards"), "an unsharded campaign says nothing of shards")
 	g.Expect(html).NotTo(ContainSubstring("<th>causes</th>"), "findings not grouped yet")
@@ -163,7 +166,7 @@ func TestRenderCampaign(t *testing.T) {
 	rep.Campaign.Causes = report.GroupFindings(rep.Campaign.Findings)
 	b, err = Render(rep, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(b)).To(ContainSubstring("<th>causes</th><td>2 (findings that broke one oracle in one place)"))
+	g.Expect(string(b)).To(ContainSubstring("<th>causes</th><td>3 (findings that broke one oracle in one place)"))
 	g.Expect(string(b)).To(ContainSubstring(`<b>settles</b> at <code>spec.replicas</code>: <a href="#explore-5">explore-5</a>`))
 
 	rep.Campaign.Shards, rep.Campaign.AllCoveredAfter = 3, 262*time.Second

@@ -92,6 +92,7 @@ type Finding struct {
 
 // Save writes dir/explore.json.
 func (x *Campaign) Save(dir string) error {
+	x.listsNotNull()
 	b, err := json.MarshalIndent(x, "", "  ")
 	if err != nil {
 		return err
@@ -177,4 +178,22 @@ func SetFlags(set []string) string {
 		b.WriteString(kv)
 	}
 	return b.String()
+}
+
+// listsNotNull makes the lists the schema requires empty rather than
+// null: a campaign that ended at its starting resource changed no field,
+// and that finding has no step.
+func (x *Campaign) listsNotNull() {
+	for _, l := range []*[]string{&x.Fields, &x.Covered} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	for i := range x.Findings {
+		for _, l := range []*[]string{&x.Findings[i].Steps, &x.Findings[i].Shrunk} {
+			if *l == nil {
+				*l = []string{}
+			}
+		}
+	}
 }

@@ -201,6 +201,9 @@ func (r *Report) Write(dir string) error {
 	if r.Results == nil {
 		r.Results = []*Result{} // a run whose setup failed ran none
 	}
+	if r.Campaign != nil {
+		r.Campaign.listsNotNull()
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

@@ -97,6 +97,23 @@ func TestAWrittenReportValidates(t *testing.T) {
 	}
 }
 
+// A campaign that ended at its starting resource changed no field, and
+// that finding (explore-0) has no step: the lists are empty, not null.
+func TestACampaignEndedAtItsStartValidates(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	rep := NewReport(1, "kind-test")
+	rep.Results = []*Result{{Run: &Run{Scenario: "base-reference", Seed: 1}, Violations: []string{"x"}}}
+	rep.Campaign = &Campaign{Base: "base", Seed: 1, Runs: 1,
+		Findings: []Finding{{Scenario: "explore-0", Oracle: "operator: x", What: "x", File: "findings/explore-0.yaml"}}}
+	g.Expect(rep.Write(dir)).To(Succeed())
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	if err := Validate(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBadReportsAreRefused(t *testing.T) {
 	cases := map[string]string{
 		"not JSON":          `{`,
