@@ -131,6 +131,7 @@ func TestLoadChecksAndResolves(t *testing.T) {
 operators:
   - operator: o/p
     bench: {scenarios: sc, base: b, repo: ../r}
+    kind: {scenarios: sc-kind, base: kb, repo: ../r, images: [./images.sh]}
 bugs:
   - {id: a, operator: o/p, class: c, buggyPatch: p.patch, fixCommit: null}
   - {id: b, operator: o/p, class: c, buggyCommit: abc, fixCommit: def}
@@ -144,6 +145,12 @@ bugs:
 	b := f.Operators[0].Bench
 	if b.Scenarios != filepath.Join(dir, "sc") || b.Repo != filepath.Join(filepath.Dir(dir), "r") || b.Variable != "OPERATOR_SOURCE" {
 		t.Errorf("bench = %+v: paths not resolved against the file's folder, or no default variable", b)
+	}
+	if k := f.Bench(f.Bugs[0], true); k.Scenarios != filepath.Join(dir, "sc-kind") || k.Base != "kb" || k.Variable != "OPERATOR_SOURCE" {
+		t.Errorf("on kind, bench = %+v; want the kind stanza, resolved", k)
+	}
+	if f.Bench(f.Bugs[0], false) != b {
+		t.Error("on envtest, the bench stanza is not the one used")
 	}
 	if fix, ok := f.Bugs[0].Fixed(); !ok || fix.Patch != "" || fix.Commit != "" {
 		t.Errorf("a patch's fix = %+v, %v; want the tree without the patch", fix, ok)
@@ -164,6 +171,7 @@ bugs:
 		"missing fix patch": "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyCommit: abc, fixCommit: null, fixPatch: no.patch}\n",
 		"two fixes":         "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, buggyCommit: abc, fixCommit: def, fixPatch: p.patch}\n",
 		"duplicate id":      "operators: [{operator: o/p}]\nbugs:\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n  - {id: a, operator: o/p, class: c, fixCommit: null}\n",
+		"kind without base": "operators: [{operator: o/p, kind: {scenarios: s, repo: r}}]\nbugs: []\n",
 	} {
 		write(t, filepath.Join(dir, "bad.yaml"), text)
 		if _, err := Load(filepath.Join(dir, "bad.yaml")); err == nil {
