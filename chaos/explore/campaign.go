@@ -337,7 +337,11 @@ func (c *campaign) finding(ctx context.Context, name string, seq []space.Step, f
 		return f
 	}
 	f.File = file
-	e.Logf("%s: FINDING (%s), shrunk to %s: %s", name, oracle, space.Describe(shrunk), file)
+	steps := "shrunk to " + space.Describe(shrunk)
+	if len(shrunk) == 0 {
+		steps = "no step, the starting resource as it is"
+	}
+	e.Logf("%s: FINDING (%s), %s: %s", name, oracle, steps, file)
 	return f
 }
 
