@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -105,24 +107,42 @@ func (e *Engine) scrapeAt(ctx context.Context, hostPort string) (map[string]*dto
 	return nil, err
 }
 
-// scrapeOperator reads the operator's metrics: the process's on envtest;
-// on a cluster every ready operator pod's (every running one's when none
-// is ready), their series put together, so that a sum counts every
-// replica (with leader election, a standby has none of the controller's
-// work, and which pod leads may change during a run). A pod scraped that
-// does not answer fails the scrape: a sum without it could hide a rise.
-// One that is running but not ready yet (just restarted) may not serve
-// its metrics yet, and has done no work since it started.
+// scrapeOperator reads the operator's metrics, every pod's series put
+// together (scrapeEach): a sum counts every replica (with leader
+// election, a standby has none of the controller's work, and which pod
+// leads may change during a run).
 func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	each, err := r.scrapeEach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]*dto.MetricFamily
+	for _, uid := range slices.Sorted(maps.Keys(each)) {
+		all = framework.MergeFamilies(all, each[uid])
+	}
+	return all, nil
+}
+
+// scrapeEach reads the operator's metrics by pod UID: the process's on
+// envtest (as "process"); on a cluster every ready operator pod's (every
+// running one's when none is ready). A pod scraped that does not answer
+// fails the scrape: a sum without it could hide a rise. One that is
+// running but not ready yet (just restarted) may not serve its metrics
+// yet, and has done no work since it started.
+func (r *run) scrapeEach(ctx context.Context) (map[string]map[string]*dto.MetricFamily, error) {
 	m := r.e.operator.Metrics
 	if h := r.e.host; h != nil {
-		return r.e.scrapeAt(ctx, h.MetricsAddress())
+		fams, err := r.e.scrapeAt(ctx, h.MetricsAddress())
+		if err != nil {
+			return nil, err
+		}
+		return map[string]map[string]*dto.MetricFamily{processKey: fams}, nil
 	}
 	pods, err := r.e.operatorPods(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var all map[string]*dto.MetricFamily
+	each := map[string]map[string]*dto.MetricFamily{}
 	for _, p := range scrapedPods(pods) {
 		fams, err := func() (map[string]*dto.MetricFamily, error) {
 			pf, err := framework.ForwardPort(ctx, r.e.Config, p.Namespace, p.Name, int(m.Port))
@@ -135,12 +155,12 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 		if err != nil {
 			return nil, fmt.Errorf("operator pod %s: %w", p.Name, err)
 		}
-		all = framework.MergeFamilies(all, fams)
+		each[string(p.UID)] = fams
 	}
-	if all == nil {
+	if len(each) == 0 {
 		return nil, fmt.Errorf("no running operator pod in %s", r.e.operator.Namespace)
 	}
-	return all, nil
+	return each, nil
 }
 
 // scrapedPods are the ready pods of pods, or the running ones when none

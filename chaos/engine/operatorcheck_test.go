@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,8 +45,12 @@ func TestMetricCheckOnAbsentSeries(t *testing.T) {
 	r := &run{res: &report.Result{}}
 	none := 0.0
 	panics := scenario.MetricAssertion{Name: "controller_runtime_reconcile_panics_total", MaxIncrease: &none}
-	before := operatorState{uids: map[string]int32{"a": 0}, families: scrape("# TYPE redis_operator_ops counter\nredis_operator_ops 3\n")}
-	after := operatorState{uids: map[string]int32{"a": 0}, families: scrape("# TYPE redis_operator_ops counter\nredis_operator_ops 9\n")}
+	state := func(text string) operatorState {
+		fams := scrape(text)
+		return operatorState{uids: map[string]int32{"a": 0}, families: fams, each: map[string]map[string]*dto.MetricFamily{"a": fams}}
+	}
+	before := state("# TYPE redis_operator_ops counter\nredis_operator_ops 3\n")
+	after := state("# TYPE redis_operator_ops counter\nredis_operator_ops 9\n")
 	c, err := r.metricCheck(t.Context(), panics, before, &after)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Value).To(Equal("not exposed"))
@@ -57,4 +62,34 @@ func TestMetricCheckOnAbsentSeries(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Value).To(Equal("+6"))
 	g.Expect(c.Violation).To(Equal("redis_operator_ops rose by 6 (budget 5)"))
+}
+
+// A counter's rise is judged pod by pod: a replica that restarted counts
+// from zero, the one beside it from where it was; a new pod counts whole;
+// a pod there before but not read then (not ready) is left out.
+func TestCounterRise(t *testing.T) {
+	g := NewWithT(t)
+	errs := func(v float64) map[string]*dto.MetricFamily {
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(strings.NewReader(fmt.Sprintf(
+			"# TYPE controller_runtime_reconcile_errors_total counter\ncontroller_runtime_reconcile_errors_total{controller=\"db\"} %v\n", v)))
+		g.Expect(err).NotTo(HaveOccurred())
+		return fams
+	}
+	type pods = map[string]map[string]*dto.MetricFamily
+	labels := map[string]string{"controller": "db"}
+	before := operatorState{uids: map[string]int32{"leader": 0, "standby": 0, "late": 0},
+		each: pods{"leader": errs(40), "standby": errs(2)}} // late: running, not ready
+	for _, tc := range []struct {
+		why   string
+		after operatorState
+		want  float64
+	}{
+		{"both replicas read twice", operatorState{uids: map[string]int32{"leader": 0, "standby": 0}, each: pods{"leader": errs(43), "standby": errs(2)}}, 3},
+		{"the leader restarted: its 5 are new, the standby's 40 before are not counted", operatorState{uids: map[string]int32{"leader": 1, "standby": 0}, each: pods{"leader": errs(5), "standby": errs(2)}}, 5},
+		{"a pod replaced the leader", operatorState{uids: map[string]int32{"new": 0, "standby": 0}, each: pods{"new": errs(1), "standby": errs(4)}}, 3},
+		{"a pod not read before has no baseline", operatorState{uids: map[string]int32{"leader": 0, "late": 0}, each: pods{"leader": errs(40), "late": errs(30)}}, 0},
+	} {
+		g.Expect(counterRise(before, tc.after, "controller_runtime_reconcile_errors_total", labels)).To(Equal(tc.want), tc.why)
+	}
 }
