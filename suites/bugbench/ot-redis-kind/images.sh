@@ -15,7 +15,8 @@
 #                                         (opstree's Dockerfile.exporter downloads a release
 #                                         binary; its Go module's checksum is not served here)
 #
-# It writes bin/images.env (OT_REDIS_OPERATOR_IMAGE, REDIS_IMAGE,
+# It writes bin/images.env (or GAUNTLET_IMAGES_ENV, as gauntlet bench
+# bugs --kind asks of an images command: OT_REDIS_OPERATOR_IMAGE, REDIS_IMAGE,
 # REDIS_EXPORTER_IMAGE) for gauntlet run --set. An image whose tag is present
 # is reused; every step prints how long it took.
 set -euo pipefail
@@ -91,5 +92,5 @@ else
 fi
 log "redis-server $(docker image inspect --format '{{index .Config.Labels "org.debian.package.redis-server"}}' "$REDIS_IMAGE") from Debian $DEBIAN_SUITE"
 printf 'OT_REDIS_OPERATOR_IMAGE=%s\nREDIS_IMAGE=%s\nREDIS_EXPORTER_IMAGE=%s\n' \
-  "$OPERATOR_IMAGE" "$REDIS_IMAGE" "$REDIS_EXPORTER_IMAGE" >"$bin/images.env"
+  "$OPERATOR_IMAGE" "$REDIS_IMAGE" "$REDIS_EXPORTER_IMAGE" >"${GAUNTLET_IMAGES_ENV:-$bin/images.env}"
 log "images: $OPERATOR_IMAGE $REDIS_IMAGE $REDIS_EXPORTER_IMAGE (names in bin/images.env)"

@@ -16,7 +16,8 @@
 #       RabbitMQ's own scripts first on PATH (not Debian's wrappers in
 #       /usr/sbin, which want root)
 #
-# It writes bin/images.env (RABBITMQ_OPERATOR_IMAGE, RABBITMQ_IMAGE) for
+# It writes bin/images.env (or GAUNTLET_IMAGES_ENV, as gauntlet bench
+# bugs --kind asks of an images command: RABBITMQ_OPERATOR_IMAGE, RABBITMQ_IMAGE) for
 # gauntlet run --set. An image whose tag is present is reused; every step
 # prints how long it took.
 set -euo pipefail
@@ -127,5 +128,5 @@ else
 fi
 log "rabbitmq-server $(docker image inspect --format '{{index .Config.Labels "org.debian.package.rabbitmq-server"}}' "$RABBITMQ_IMAGE")," \
   "erlang $(docker image inspect --format '{{index .Config.Labels "org.debian.package.erlang-base"}}' "$RABBITMQ_IMAGE") from Debian $DEBIAN_SUITE"
-printf 'RABBITMQ_OPERATOR_IMAGE=%s\nRABBITMQ_IMAGE=%s\n' "$OPERATOR_IMAGE" "$RABBITMQ_IMAGE" >"$bin/images.env"
+printf 'RABBITMQ_OPERATOR_IMAGE=%s\nRABBITMQ_IMAGE=%s\n' "$OPERATOR_IMAGE" "$RABBITMQ_IMAGE" >"${GAUNTLET_IMAGES_ENV:-$bin/images.env}"
 log "images: $OPERATOR_IMAGE $RABBITMQ_IMAGE (names in bin/images.env)"

@@ -24,7 +24,8 @@
 #       redis-server wrapper in /usr/local/bin adds --protected-mode no
 #       unless the configuration file or the arguments set it.
 #
-# It writes bin/images.env (SPOTAHOME_OPERATOR_IMAGE, REDIS_IMAGE) for
+# It writes bin/images.env (or GAUNTLET_IMAGES_ENV, as gauntlet bench
+# bugs --kind asks of an images command: SPOTAHOME_OPERATOR_IMAGE, REDIS_IMAGE) for
 # gauntlet run --set. An image whose tag is present is reused; every step
 # prints how long it took.
 set -euo pipefail
@@ -111,5 +112,5 @@ if have_image "$OPERATOR_IMAGE"; then log "reusing $OPERATOR_IMAGE"; else step "
 if have_image "$REDIS_IMAGE"; then log "reusing $REDIS_IMAGE"; else step "redis image $REDIS_IMAGE (Debian $DEBIAN_SUITE, debootstrap)" redis_image; fi
 step "redis image $REDIS_IMAGE fits the operator's pods" fits_redis
 log "redis-server $(docker image inspect --format '{{index .Config.Labels "org.debian.package.redis-server"}}' "$REDIS_IMAGE") from Debian $DEBIAN_SUITE"
-printf 'SPOTAHOME_OPERATOR_IMAGE=%s\nREDIS_IMAGE=%s\n' "$OPERATOR_IMAGE" "$REDIS_IMAGE" >"$bin/images.env"
+printf 'SPOTAHOME_OPERATOR_IMAGE=%s\nREDIS_IMAGE=%s\n' "$OPERATOR_IMAGE" "$REDIS_IMAGE" >"${GAUNTLET_IMAGES_ENV:-$bin/images.env}"
 log "images: $OPERATOR_IMAGE $REDIS_IMAGE (names in bin/images.env)"

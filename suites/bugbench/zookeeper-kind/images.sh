@@ -14,7 +14,8 @@
 #                                             tree's docker/bin scripts unchanged, zu.jar
 #                                             compiled from docker/zu with Debian's kotlinc
 #
-# It writes bin/images.env (ZOOKEEPER_OPERATOR_IMAGE, ZOOKEEPER_IMAGE and
+# It writes bin/images.env (or GAUNTLET_IMAGES_ENV, as gauntlet bench
+# bugs --kind asks of an images command: ZOOKEEPER_OPERATOR_IMAGE, ZOOKEEPER_IMAGE and
 # ZOOKEEPER_IMAGE_REPOSITORY/_TAG, the same image split as a
 # ZookeeperCluster's spec.image wants it) for gauntlet run --set or the
 # environment. An image whose tag is present is reused; every step prints
@@ -150,5 +151,5 @@ else
 fi
 log "zookeeper $(docker image inspect --format '{{index .Config.Labels "org.debian.package.zookeeper"}}' "$ZOOKEEPER_IMAGE") from Debian $DEBIAN_SUITE"
 printf '%s\n' "ZOOKEEPER_OPERATOR_IMAGE=$OPERATOR_IMAGE" "ZOOKEEPER_IMAGE=$ZOOKEEPER_IMAGE" \
-  "ZOOKEEPER_IMAGE_REPOSITORY=$ZOOKEEPER_IMAGE_REPOSITORY" "ZOOKEEPER_IMAGE_TAG=$ZOOKEEPER_IMAGE_TAG" >"$bin/images.env"
+  "ZOOKEEPER_IMAGE_REPOSITORY=$ZOOKEEPER_IMAGE_REPOSITORY" "ZOOKEEPER_IMAGE_TAG=$ZOOKEEPER_IMAGE_TAG" >"${GAUNTLET_IMAGES_ENV:-$bin/images.env}"
 log "images: $OPERATOR_IMAGE $ZOOKEEPER_IMAGE (names in bin/images.env)"
