@@ -116,11 +116,16 @@ func (r *run) scrapeOperator(ctx context.Context) (map[string]*dto.MetricFamily,
 	if err != nil {
 		return nil, err
 	}
+	return mergeEach(each), nil
+}
+
+// mergeEach puts every pod's series together, in the order of their UIDs.
+func mergeEach(each map[string]map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
 	var all map[string]*dto.MetricFamily
 	for _, uid := range slices.Sorted(maps.Keys(each)) {
 		all = framework.MergeFamilies(all, each[uid])
 	}
-	return all, nil
+	return all
 }
 
 // scrapeEach reads the operator's metrics by pod UID: the process's on

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -67,10 +66,7 @@ func (s *operatorState) scrape(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	s.each, s.families = each, nil
-	for _, uid := range slices.Sorted(maps.Keys(each)) {
-		s.families = framework.MergeFamilies(s.families, each[uid])
-	}
+	s.each, s.families = each, mergeEach(each)
 	return nil
 }
 
