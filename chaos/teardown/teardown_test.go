@@ -86,8 +86,11 @@ func (d *deletion) update(gvr schema.GroupVersionResource, u *unstructured.Unstr
 
 func (d *deletion) remove(gvr schema.GroupVersionResource, key, name string) {
 	d.g.Expect(d.dyn.Resource(gvr).Namespace("ns").Delete(d.t.Context(), name, metav1.DeleteOptions{})).To(Succeed())
-	d.seen(func() bool { _, ok := d.w.gone[key]; return ok })
-	time.Sleep(2 * time.Millisecond) // the next deletion is seen strictly later
+	var at time.Time
+	d.seen(func() bool { t, ok := d.w.gone[key]; at = t; return ok })
+	// The next deletion must be recorded strictly later: wait until the
+	// clock has moved past this one's.
+	d.g.Eventually(func() bool { return time.Now().After(at) }).WithTimeout(time.Second).WithPolling(time.Microsecond).Should(BeTrue())
 }
 
 func (d *deletion) seen(f func() bool) {
