@@ -46,32 +46,60 @@ type BundleOptions struct {
 
 // WriteBundle writes into o.Dir what a shard of a campaign needs to
 // run `gauntlet explore --envtest` in a pod with no checkout and no
-// toolchain: the gauntlet binary, kube-apiserver and etcd, the operator's
-// binary (its Operator file's spec.process.build, run here), and the
-// scenario files with an Operator file that applies the manifests
-// rendered here and starts the binary where the bundle puts it. Every
-// program must be static: the image holds nothing else.
+// toolchain: the programs (WritePrograms) and the operator with its
+// scenario files at the bundle's root (WriteOperator).
 func WriteBundle(ctx context.Context, o BundleOptions) error {
+	if err := WritePrograms(o.Gauntlet, o.Assets, o.Dir); err != nil {
+		return err
+	}
+	return WriteOperator(ctx, OperatorBundle{Set: o.Set, Overrides: o.Overrides, Dir: o.Dir, Root: BundleRoot, Logf: o.Logf})
+}
+
+// WritePrograms writes the programs every shard runs into dir: the
+// gauntlet binary (static, as make gauntlet builds it) and envtest's
+// kube-apiserver and etcd from assets.
+func WritePrograms(gauntlet, assets, dir string) error {
+	if err := copyFile(gauntlet, filepath.Join(dir, BundleGauntlet), 0o755); err != nil {
+		return fmt.Errorf("the gauntlet binary: %w", err)
+	}
+	if err := static(filepath.Join(dir, BundleGauntlet)); err != nil {
+		return fmt.Errorf("the gauntlet binary (make gauntlet builds it static): %w", err)
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if err := copyFile(filepath.Join(assets, b), filepath.Join(dir, BundleEnvtest, b), 0o755); err != nil {
+			return fmt.Errorf("envtest's %s: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// OperatorBundle is one operator in a shard bundle: its scenario files
+// and the binary its Operator file starts.
+type OperatorBundle struct {
+	// Set is the loaded scenario files; Overrides their --set values.
+	Set       *scenario.Set
+	Overrides map[string]string
+	// Dir is the folder to write; Root is where the shard's pod sees it.
+	Dir, Root string
+	Logf      func(format string, args ...any)
+}
+
+// WriteOperator writes the operator's binary (its Operator file's
+// spec.process.build, run here) under o.Dir/bin, and under
+// o.Dir/scenarios the scenario files with an Operator file that applies
+// the manifests rendered here and starts the binary where the pod sees
+// it. Every program must be static: the image holds nothing else.
+func WriteOperator(ctx context.Context, o OperatorBundle) error {
 	set := o.Set
 	pr := set.Operator.Spec.Process
 	if pr == nil || len(pr.Command) == 0 {
 		return fmt.Errorf("%s has no spec.process: a shard runs the operator as a process on envtest, and the Operator file must say how to start it", set.OperatorFile)
 	}
-	for _, d := range []string{"bin", BundleEnvtest, BundleScenarios} {
-		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o755); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(filepath.Join(o.Dir, BundleScenarios), 0o755); err != nil {
+		return err
 	}
-	if err := copyFile(o.Gauntlet, filepath.Join(o.Dir, BundleGauntlet), 0o755); err != nil {
-		return fmt.Errorf("the gauntlet binary: %w", err)
-	}
-	if err := static(filepath.Join(o.Dir, BundleGauntlet)); err != nil {
-		return fmt.Errorf("the gauntlet binary (make gauntlet builds it static): %w", err)
-	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if err := copyFile(filepath.Join(o.Assets, b), filepath.Join(o.Dir, BundleEnvtest, b), 0o755); err != nil {
-			return fmt.Errorf("envtest's %s: %w", b, err)
-		}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	vars := render.Vars{Overrides: o.Overrides, Defaults: set.Operator.Spec.Variables}
 	if err := bundleOperatorBinary(ctx, o, vars); err != nil {
@@ -102,11 +130,14 @@ func WriteBundle(ctx context.Context, o BundleOptions) error {
 // bundleOperatorBinary runs the process's build with its binary written
 // into the bundle, or, with no build, copies the program its command
 // names.
-func bundleOperatorBinary(ctx context.Context, o BundleOptions, vars render.Vars) error {
+func bundleOperatorBinary(ctx context.Context, o OperatorBundle, vars render.Vars) error {
 	pr := o.Set.Operator.Spec.Process
 	dir := filepath.Dir(o.Set.OperatorFile)
 	out, err := filepath.Abs(filepath.Join(o.Dir, BundleOperator))
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
 	if len(pr.Build) > 0 {
@@ -116,12 +147,8 @@ func bundleOperatorBinary(ctx context.Context, o BundleOptions, vars render.Vars
 			v.Overrides = map[string]string{}
 		}
 		v.Overrides[scenario.VarProcessBinary] = out
-		logf := o.Logf
-		if logf == nil {
-			logf = func(string, ...any) {}
-		}
 		// A Go build links statically without cgo: the image has no libc.
-		if err := render.Build(ctx, pr.Build, dir, v, []string{"CGO_ENABLED=0"}, logf); err != nil {
+		if err := render.Build(ctx, pr.Build, dir, v, []string{"CGO_ENABLED=0"}, o.Logf); err != nil {
 			return err
 		}
 		return static(out)
@@ -156,7 +183,7 @@ func static(path string) error {
 // writeBundleOperatorFile writes the Operator file the shard loads: the
 // rendered manifests instead of a kustomization, no build, the binary at
 // its place in the bundle, and the variables as resolved here.
-func writeBundleOperatorFile(o BundleOptions, vars render.Vars) error {
+func writeBundleOperatorFile(o OperatorBundle, vars render.Vars) error {
 	op := *o.Set.Operator
 	spec := op.Spec
 	spec.Kustomize, spec.Manifests = "", []string{bundleManifests}
@@ -166,7 +193,7 @@ func writeBundleOperatorFile(o BundleOptions, vars render.Vars) error {
 	}
 	pr := *spec.Process
 	pr.Build = nil
-	binary := filepath.Join(BundleRoot, BundleOperator)
+	binary := filepath.Join(o.Root, BundleOperator)
 	pr.Command = slices.Clone(pr.Command)
 	if len(o.Set.Operator.Spec.Process.Build) == 0 {
 		pr.Command[0] = binary
@@ -180,7 +207,7 @@ func writeBundleOperatorFile(o BundleOptions, vars render.Vars) error {
 	if err != nil {
 		return err
 	}
-	head := "# Written by gauntlet explore --shards from " + o.Set.OperatorFile + ".\n"
+	head := "# Written for a shard's bundle from " + o.Set.OperatorFile + ".\n"
 	return os.WriteFile(filepath.Join(o.Dir, BundleScenarios, filepath.Base(o.Set.OperatorFile)), append([]byte(head), b...), 0o644)
 }
 

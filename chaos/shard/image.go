@@ -20,7 +20,7 @@ const ImageRepository = "gauntlet.dev/explore-shard"
 
 // dockerfile makes the shard image from the bundle alone: every program
 // in it is static, so it needs no base.
-const dockerfile = `# Written by gauntlet explore --shards: a shard of an explore campaign.
+const dockerfile = `# Written by gauntlet: a shard of a campaign (explore --shards, bench bugs --job).
 FROM scratch
 COPY --chown=65532:65532 . /gauntlet/
 USER 65532:65532

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"fmt"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,6 +25,8 @@ const (
 	EnvJobName   = "GAUNTLET_SHARD_JOB"
 	EnvJobUID    = "GAUNTLET_SHARD_JOB_UID"
 	EnvIndex     = "JOB_COMPLETION_INDEX" // set by the Job controller
+	// Index, in a shard's arguments, is its index (the kubelet expands it).
+	Index = "$(" + EnvIndex + ")"
 	// ReportDir is where a shard's pod writes its campaign's report.
 	ReportDir = "/tmp/report"
 )
@@ -34,10 +35,12 @@ const (
 type JobOptions struct {
 	Name, Namespace string
 	// Image is the shard image (a bundle of gauntlet, envtest and the
-	// operator); Args are gauntlet's arguments but --shard, --report and
-	// --publish, which the Job adds.
+	// operator); Args are gauntlet's arguments, the command first, where
+	// Index stands for the shard's index.
 	Image string
 	Args  []string
+	// Env are further variables of each shard's container.
+	Env []corev1.EnvVar
 	// Shards is the Job's completions; Parallelism how many run at once
 	// (default: all).
 	Shards, Parallelism int
@@ -53,16 +56,15 @@ type JobOptions struct {
 func ServiceAccountName(job string) string { return job + "-shard" }
 
 // Job is the Indexed Job of a campaign's shards: shard k runs gauntlet
-// explore --shard k/n on its own envtest and publishes its results. An
-// index that fails is not retried (a campaign's runs are seeded: a retry
-// would only repeat them) and does not stop its siblings.
+// with its arguments (explore --shard k/n, say) on its own envtest and
+// publishes its results. An index that fails is not retried (a
+// campaign's runs are seeded: a retry would only repeat them) and does
+// not stop its siblings.
 func Job(o JobOptions) *batchv1.Job {
 	parallel := o.Parallelism
 	if parallel <= 0 || parallel > o.Shards {
 		parallel = o.Shards
 	}
-	args := append([]string{"explore"}, o.Args...)
-	args = append(args, "--shard", fmt.Sprintf("$(%s)/%d", EnvIndex, o.Shards), "--report", ReportDir, "--publish")
 	labels := map[string]string{LabelJob: o.Name}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -75,13 +77,13 @@ func Job(o JobOptions) *batchv1.Job {
 			ActiveDeadlineSeconds: ptr.To(o.DeadlineSeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       podSpec(o, args),
+				Spec:       podSpec(o),
 			},
 		},
 	}
 }
 
-func podSpec(o JobOptions, args []string) corev1.PodSpec {
+func podSpec(o JobOptions) corev1.PodSpec {
 	limit := o.Memory.DeepCopy()
 	limit.Add(o.Memory)
 	return corev1.PodSpec{
@@ -97,14 +99,14 @@ func podSpec(o JobOptions, args []string) corev1.PodSpec {
 			Name:            "shard",
 			Image:           o.Image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
-			Args:            args,
-			Env: []corev1.EnvVar{
+			Args:            o.Args,
+			Env: append([]corev1.EnvVar{
 				fieldEnv(EnvNamespace, "metadata.namespace"),
 				fieldEnv(EnvJobName, "metadata.labels['batch.kubernetes.io/job-name']"),
 				fieldEnv(EnvJobUID, "metadata.labels['batch.kubernetes.io/controller-uid']"),
 				{Name: "HOME", Value: "/tmp"},
 				{Name: "TMPDIR", Value: "/tmp"},
-			},
+			}, o.Env...),
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: o.CPU, corev1.ResourceMemory: o.Memory},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: limit},

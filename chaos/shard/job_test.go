@@ -12,7 +12,7 @@ import (
 
 func testJob() *batchv1.Job {
 	return Job(JobOptions{Name: "explore-7", Namespace: "gauntlet-explore", Image: "gauntlet.dev/explore-shard:abc",
-		Args: []string{"-f", "/gauntlet/scenarios", "--seed", "7"}, Shards: 3, Parallelism: 5, DeadlineSeconds: 900,
+		Args: []string{"explore", "-f", "/gauntlet/scenarios", "--seed", "7", "--shard", Index + "/3"}, Shards: 3, Parallelism: 5, DeadlineSeconds: 900,
 		CPU: resource.MustParse("500m"), Memory: resource.MustParse("1Gi")})
 }
 
@@ -41,7 +41,7 @@ func TestJobIsIndexedAndDoesNotRetry(t *testing.T) {
 
 func TestJobShardArguments(t *testing.T) {
 	c := testJob().Spec.Template.Spec.Containers[0]
-	want := "explore -f /gauntlet/scenarios --seed 7 --shard $(JOB_COMPLETION_INDEX)/3 --report /tmp/report --publish"
+	want := "explore -f /gauntlet/scenarios --seed 7 --shard $(JOB_COMPLETION_INDEX)/3"
 	if got := strings.Join(c.Args, " "); got != want {
 		t.Errorf("args\n %s\nwant\n %s", got, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,19 +28,24 @@ const maxResults = 900 << 10
 // logTail is how much of a failed run's operator log a shard publishes.
 const logTail = 32 << 10
 
-// results says whether a file of a campaign's folder is published, and
-// how much of its end (0: all of it): what the merged report is made of,
-// the findings' scenario files, and of each failed run its errors and the
-// end of the operator's log. The runs' object dumps stay in the pod.
+// results says whether a file of a shard's folder is published, and how
+// much of its end (0: all of it): what the merged report is made of (an
+// explore campaign's explore.json and report.json, a benchmark's bugs.json
+// and its campaigns' and replays' reports), the findings' scenario files,
+// and of what failed its errors, the end of the operator's log and of
+// each campaign's and replay's own log. Object dumps stay in the pod.
 func results(rel string) (keep bool, tail int64) {
-	switch rel {
-	case "explore.json", "report.json", "explore.md":
+	switch path.Base(rel) {
+	case "explore.json", "report.json", "explore.md", "bugs.json", "bugs.md", "errors.txt":
 		return true, 0
+	case "operator-process.log":
+		return true, logTail
 	}
+	dir := path.Dir(rel)
 	switch {
-	case strings.HasPrefix(rel, "findings/"), strings.HasSuffix(rel, "/errors.txt"):
+	case dir == "findings" || strings.HasSuffix(dir, "/findings"):
 		return true, 0
-	case strings.HasSuffix(rel, "/operator-process.log"):
+	case strings.HasSuffix(rel, ".log") && (dir == "campaigns" || dir == "replays"):
 		return true, logTail
 	}
 	return false, 0

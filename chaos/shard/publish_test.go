@@ -28,6 +28,41 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// TestPackKeepsABenchmarksResults packs a benchmark shard's folder: its
+// bugs.json, each campaign's and replay's report and log, the findings.
+func TestPackKeepsABenchmarksResults(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeFiles(t, src, map[string]string{
+		"bugs.json": "{}", "bugs.md": "# bugs",
+		"campaigns/op-abc.log": strings.Repeat("x", 2*logTail) + "the end", "campaigns/op-abc/explore.json": "{}",
+		"campaigns/op-abc/report.json": "{}", "campaigns/op-abc/findings/explore-2.yaml": "kind: Scenario",
+		"campaigns/op-abc/explore-2/objects/pods": "dump", "campaigns/op-abc/report.html": "<html>",
+		"replays/explore-2-on-op-abc.log": "ran", "replays/explore-2-on-op-abc/report.json": "{}",
+		"replays/explore-2-on-op-abc/explore-2/objects/pods": "dump",
+	})
+	b, err := Pack(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Unpack(b, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bugs.json", "bugs.md", "campaigns/op-abc/explore.json", "campaigns/op-abc/report.json",
+		"campaigns/op-abc/findings/explore-2.yaml", "replays/explore-2-on-op-abc.log", "replays/explore-2-on-op-abc/report.json"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+			t.Errorf("%s not carried: %v", name, err)
+		}
+	}
+	for _, name := range []string{"campaigns/op-abc/explore-2/objects/pods", "campaigns/op-abc/report.html", "replays/explore-2-on-op-abc/explore-2/objects/pods"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
+			t.Errorf("%s carried; want only the results the merge reads", name)
+		}
+	}
+	if log, _ := os.ReadFile(filepath.Join(dst, "campaigns/op-abc.log")); len(log) != logTail {
+		t.Errorf("a campaign's log of %d bytes; want its last %d", len(log), logTail)
+	}
+}
+
 func TestPackKeepsResultsOnly(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	writeFiles(t, src, map[string]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,32 @@ type Options struct {
 // results and merges them into one report under o.Out. A shard that
 // failed is named with the end of its log; the others still merge.
 func Run(ctx context.Context, o Options) (*report.Report, error) {
+	dirs, gerr := RunJob(ctx, o)
+	var parts []*report.Report
+	for _, k := range slices.Sorted(maps.Keys(dirs)) {
+		rep, err := report.ReadReport(dirs[k])
+		if err != nil {
+			gerr = errors.Join(gerr, fmt.Errorf("shard %d's report: %w", k, err))
+			continue
+		}
+		parts = append(parts, o.adopt(rep, k))
+	}
+	if len(parts) == 0 {
+		return nil, errors.Join(gerr, fmt.Errorf("no shard published results"))
+	}
+	merged, err := report.MergeCampaigns(parts)
+	if err != nil {
+		return nil, errors.Join(gerr, err)
+	}
+	return merged, errors.Join(gerr, o.write(merged))
+}
+
+// RunJob runs an Indexed Job of shards on the cluster (its namespace,
+// RBAC and Job made here and removed afterwards), waits for it to end and
+// unpacks each shard's published results under o.Out/shard-<k>: the
+// folders, by index. A shard that published none is an error naming the
+// end of its pod's log; the others' folders are still returned.
+func RunJob(ctx context.Context, o Options) (map[int]string, error) {
 	if o.Poll == 0 {
 		o.Poll = 5 * time.Second
 	}
@@ -77,15 +104,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts, gerr := o.gather(ctx, c, done)
-	if len(parts) == 0 {
-		return nil, errors.Join(gerr, fmt.Errorf("no shard published results"))
-	}
-	merged, err := report.MergeCampaigns(parts)
-	if err != nil {
-		return nil, errors.Join(gerr, err)
-	}
-	return merged, errors.Join(gerr, o.write(merged))
+	return o.gather(ctx, c, done)
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) (bool, error) {
@@ -176,14 +195,14 @@ func conditions(j *batchv1.Job) string {
 	return strings.Join(out, "; ")
 }
 
-// gather reads every shard's ConfigMap into Out/shard-<k> and its report;
-// a shard with none is named with the end of its pod's log.
-func (o Options) gather(ctx context.Context, c client.Client, job *batchv1.Job) ([]*report.Report, error) {
+// gather unpacks every shard's ConfigMap into Out/shard-<k>; a shard
+// with none is named with the end of its pod's log.
+func (o Options) gather(ctx context.Context, c client.Client, job *batchv1.Job) (map[int]string, error) {
 	cms := &corev1.ConfigMapList{}
 	if err := c.List(ctx, cms, client.InNamespace(job.Namespace), client.MatchingLabels{LabelJob: job.Name}); err != nil {
 		return nil, fmt.Errorf("listing the shards' ConfigMaps: %w", err)
 	}
-	have := map[int]*report.Report{}
+	dirs := map[int]string{}
 	var errs []error
 	for _, cm := range cms.Items {
 		k, err := strconv.Atoi(cm.Labels[LabelShard])
@@ -196,22 +215,14 @@ func (o Options) gather(ctx context.Context, c client.Client, job *batchv1.Job) 
 			errs = append(errs, fmt.Errorf("shard %d's results: %w", k, err))
 			continue
 		}
-		rep, err := report.ReadReport(dir)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shard %d's report: %w", k, err))
-			continue
-		}
-		have[k] = rep
+		dirs[k] = dir
 	}
-	var parts []*report.Report
 	for k := range o.Job.Shards {
-		if rep, ok := have[k]; ok {
-			parts = append(parts, o.adopt(rep, k))
-			continue
+		if _, ok := dirs[k]; !ok {
+			errs = append(errs, fmt.Errorf("shard %d published no results: %s", k, o.podLog(ctx, job, k)))
 		}
-		errs = append(errs, fmt.Errorf("shard %d published no results: %s", k, o.podLog(ctx, job, k)))
 	}
-	return parts, errors.Join(errs...)
+	return dirs, errors.Join(errs...)
 }
 
 // adopt points a shard's findings at their files in the merged folder,

@@ -23,6 +23,7 @@ type benchBugsFlags struct {
 	ids, repos                 []string
 	o                          bugbench.Options
 	keepSources, onlyExpected  bool
+	j                          benchJobFlags
 }
 
 func newBenchBugsCmd() *cobra.Command {
@@ -67,6 +68,7 @@ is not found again.`,
 	fs.IntVar(&f.o.Shards, "shards", 0, "spread each campaign over this many shards of an Indexed Job on a kind cluster made for it (gauntlet explore --kind --shards); replays stay on envtest here unless --kind")
 	fs.BoolVar(&f.o.MultiNode, "multi-node", false, "with --shards: the multi-node kind cluster, so that the shards run on several nodes")
 	fs.BoolVar(&f.keepSources, "keep-sources", false, "keep the source trees made under <report>/src")
+	f.j.register(cmd)
 	fs.StringVar(&f.rejudge, "rejudge", "", "a recorded run's folder: judge its replays again from their reports and rewrite bugs.json and bugs.md; with -f, the bugs as the file states them now, each finding replayed on the fixes added since (no campaign runs again)")
 	return cmd
 }
@@ -74,6 +76,17 @@ is not found again.`,
 func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	if f.rejudge != "" {
 		return f.rejudgeRun(cmd)
+	}
+	if err := f.j.validate(&f.o); err != nil {
+		return err
+	}
+	if f.j.plan != "" {
+		// A shard's pod: its findings are the merged run's; it fails only
+		// when it could not run its campaign or publish it.
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		_, err := f.runShard(ctx, cmd.ErrOrStderr())
+		return err
 	}
 	if f.file == "" {
 		return usagef("-f (the benchmark file) is required")
@@ -84,8 +97,8 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	switch {
 	case f.o.Shards == 1:
 		return usagef("--shards 1: give 2 or more")
-	case f.o.MultiNode && f.o.Shards == 0:
-		return usagef("--multi-node goes with --shards")
+	case f.o.MultiNode && f.o.Shards == 0 && !f.o.Job:
+		return usagef("--multi-node goes with --shards or --job")
 	}
 	if f.out == "" {
 		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))
@@ -117,7 +130,12 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	// which tears its envtest or cluster down (selfRunner).
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := r.Run(ctx, bugs)
+	var res *bugbench.Result
+	if f.o.Job {
+		res, err = f.runJob(ctx, r, bugs, cmd.ErrOrStderr())
+	} else {
+		res, err = r.Run(ctx, bugs)
+	}
 	if !f.keepSources {
 		err = errors.Join(err, os.RemoveAll(r.Sources.Dir))
 	}

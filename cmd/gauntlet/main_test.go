@@ -81,7 +81,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"explore", "--shard", "3/2"}, `--shard: shard "3/2": want k/n with 0 <= k < n`},
 		{[]string{"explore", "--publish"}, "--publish is for a shard's pod"},
 		{[]string{"bench", "bugs", "-f", "x.yaml", "--shards", "1"}, "--shards 1: give 2 or more"},
-		{[]string{"bench", "bugs", "-f", "x.yaml", "--multi-node"}, "--multi-node goes with --shards"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--multi-node"}, "--multi-node goes with --shards or --job"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--job", "--kind"}, "--job runs each campaign on envtest in its own pod"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--parallel", "2"}, "--kubeconfig, --shard-image and --parallel go with --job"},
+		{[]string{"bench", "bugs", "-f", "x.yaml", "--job", "--shard-image", "x:1"}, "--shard-image is for --kubeconfig's cluster"},
+		{[]string{"bench", "bugs", "--plan", "plan.json"}, "--plan goes with --campaign k"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

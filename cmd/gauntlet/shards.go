@@ -171,7 +171,7 @@ func (f *exploreFlags) shardImage(ctx context.Context, prog *progress, assets st
 
 // shardCluster is the cluster the shards run on: --kubeconfig's, or a
 // kind cluster made here with the shard image loaded into its nodes.
-func (f *exploreFlags) shardCluster(ctx context.Context, prog *progress, image string) (*rest.Config, func(), error) {
+func (f *runFlags) shardCluster(ctx context.Context, prog *progress, image string) (*rest.Config, func(), error) {
 	prog.Phase("cluster")
 	defer prog.Done()
 	if f.kubeconfig != "" {
@@ -207,7 +207,7 @@ func (f *exploreFlags) shardCluster(ctx context.Context, prog *progress, image s
 // shardArgs are the campaign's flags as each shard takes them.
 func (f *exploreFlags) shardArgs() []string {
 	o := f.o
-	args := []string{"-f", shard.BundleRoot + "/" + shard.BundleScenarios, "--envtest-assets", shard.BundleRoot + "/" + shard.BundleEnvtest,
+	args := []string{"explore", "-f", shard.BundleRoot + "/" + shard.BundleScenarios, "--envtest-assets", shard.BundleRoot + "/" + shard.BundleEnvtest,
 		"--seed", strconv.FormatUint(o.Seed, 10), "--sequences", strconv.Itoa(o.Sequences), "--max-steps", strconv.Itoa(o.MaxSteps),
 		"--budget", o.Budget.String(), "--max-findings", strconv.Itoa(o.MaxFindings)}
 	if o.Base != "" {
@@ -225,7 +225,7 @@ func (f *exploreFlags) shardArgs() []string {
 	for _, k := range slices.Sorted(maps.Keys(f.set)) {
 		args = append(args, "--set", k+"="+f.set[k])
 	}
-	return args
+	return append(args, "--shard", fmt.Sprintf("%s/%d", shard.Index, f.s.shards), "--report", shard.ReportDir, "--publish")
 }
 
 // publishShard stores a shard's results as its Job's ConfigMap, from

@@ -287,4 +287,8 @@ type Options struct {
 	// Kind.
 	Shards    int
 	MultiNode bool
+	// Job runs the benchmark as an Indexed Job on a cluster, one shard
+	// per campaign, each running its campaign and replays in its pod
+	// (bench bugs --job); MultiNode on the multi-node kind cluster.
+	Job bool
 }

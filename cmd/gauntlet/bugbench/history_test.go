@@ -42,11 +42,11 @@ func TestTreesForOlderSourcesOnly(t *testing.T) {
 		{c2, Tree{Operator: "o/p", Commit: c2}.Key()}, // the commit itself: its own
 		{"", Tree{Operator: "o/p"}.Key()},             // the working tree descends: its own
 	} {
-		set, err := r.source(t.Context(), Tree{Operator: "o/p", Commit: tc.commit}, b)
+		src, err := r.source(t.Context(), Tree{Operator: "o/p", Commit: tc.commit}, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := set[3]; filepath.Base(strings.TrimPrefix(got, "MANIFESTS=")) != tc.want {
+		if got := src.set[3]; filepath.Base(strings.TrimPrefix(got, "MANIFESTS=")) != tc.want {
 			t.Errorf("source at %q: %s, want the tree %s", tc.commit, got, tc.want)
 		}
 	}

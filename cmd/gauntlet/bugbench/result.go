@@ -46,6 +46,7 @@ type Result struct {
 	Kind      bool          `json:"kind,omitempty"`
 	Shards    int           `json:"shards,omitempty"`
 	MultiNode bool          `json:"multiNode,omitempty"`
+	Job       bool          `json:"job,omitempty"`
 	Campaigns []Campaign    `json:"campaigns"`
 	Bugs      []BugResult   `json:"bugs"`
 	Totals    Totals        `json:"totals"`
@@ -451,6 +452,10 @@ func cell(s string) string {
 // campaignsOn says where the campaigns ran.
 func (res *Result) campaignsOn() string {
 	switch {
+	case res.Job && res.MultiNode:
+		return "side by side, one shard of an Indexed Job per campaign (on envtest in its pod), on the multi-node kind cluster"
+	case res.Job:
+		return "side by side, one shard of an Indexed Job per campaign (on envtest in its pod), on a cluster"
 	case res.Shards > 0 && res.MultiNode:
 		return fmt.Sprintf("as %d shards of an Indexed Job each, on the multi-node kind cluster", res.Shards)
 	case res.Shards > 0:

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/chaos/report"
@@ -35,6 +34,11 @@ type Runner struct {
 	Out string
 	// Progress gets a line per step: what, and how long it took.
 	Progress io.Writer
+	// Trees, in a shard's pod, are the source trees made and built
+	// beforehand (Prepare), by key: each a folder of scenario files whose
+	// Operator file starts the tree's binary. Nil: trees are made here
+	// from the operators' repositories (Sources).
+	Trees map[string]string
 
 	built map[string][]string // the --set flags of each tree's images, by tree
 }
@@ -42,30 +46,49 @@ type Runner struct {
 // Run runs the campaigns of bugs and writes the results.
 func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 	start := time.Now()
-	res := &Result{Seed: r.Options.Seed, Budget: r.Options.Budget.String(), Kind: r.Options.Kind,
-		Shards: r.Options.Shards, MultiNode: r.Options.MultiNode}
+	res := r.result()
 	for _, group := range groups(bugs) {
 		b := r.File.Bench(group[0], r.Options.Kind)
 		if b == nil {
-			for _, bug := range group {
-				res.Bugs = append(res.Bugs, BugResult{Bug: bug, Verdict: NotRun, Why: "its operator has no bench stanza: it has not come through the door yet"})
-			}
+			res.Bugs = append(res.Bugs, notRun(group)...)
 			continue
 		}
-		c := r.campaign(ctx, group, b)
-		res.Campaigns = append(res.Campaigns, c)
-		res.Bugs = append(res.Bugs, judge(group, c)...)
-		// Written after each campaign: a run cut short keeps what it found.
-		res.Took, res.Totals = time.Since(start), total(res)
-		if err := res.Write(r.Out); err != nil {
-			return res, err
+		c, err := r.plan(ctx, group, b)
+		if err == nil {
+			c = r.explore(ctx, c, group, b)
 		}
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+		if err := r.add(ctx, res, c, group, start); err != nil {
+			return res, err
 		}
 	}
 	res.Took, res.Totals = time.Since(start), total(res)
 	return res, res.Write(r.Out)
+}
+
+func (r *Runner) result() *Result {
+	o := r.Options
+	return &Result{Seed: o.Seed, Budget: o.Budget.String(), Kind: o.Kind, Shards: o.Shards, MultiNode: o.MultiNode, Job: o.Job}
+}
+
+// notRun are the verdicts of bugs whose operator has no bench stanza.
+func notRun(group []Bug) []BugResult {
+	var out []BugResult
+	for _, bug := range group {
+		out = append(out, BugResult{Bug: bug, Verdict: NotRun, Why: "its operator has no bench stanza: it has not come through the door yet"})
+	}
+	return out
+}
+
+// add records a campaign and its bugs' verdicts, and writes the results
+// so far: a run cut short keeps what it found.
+func (r *Runner) add(ctx context.Context, res *Result, c Campaign, group []Bug, start time.Time) error {
+	res.Campaigns = append(res.Campaigns, c)
+	res.Bugs = append(res.Bugs, judge(group, c)...)
+	res.Took, res.Totals = time.Since(start), total(res)
+	if err := res.Write(r.Out); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // groups are the bugs by buggy source, in the order of their first bug.
@@ -104,14 +127,28 @@ func (r *Runner) leftOut(c Campaign) []string {
 	return out
 }
 
-// campaign explores the group's buggy source and replays every finding.
-func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
+// plan is the group's campaign before it runs: its buggy source, its
+// bugs, the file's bugs it leaves out, and which of its fixes are earlier
+// than which (read from the operator's repository). An error is the
+// campaign's: it is recorded in it.
+func (r *Runner) plan(ctx context.Context, group []Bug, b *Bench) (Campaign, error) {
 	tree := group[0].Buggy()
-	c := Campaign{Tree: tree.Key(), Report: filepath.Join(r.Out, "campaigns", tree.Key())}
+	c := Campaign{Tree: tree.Key()}
 	for _, bug := range group {
 		c.Bugs = append(c.Bugs, bug.ID)
 	}
 	c.LeftOut = r.leftOut(c)
+	var err error
+	if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
+		c.Error = err.Error()
+	}
+	return c, err
+}
+
+// explore explores the group's buggy source and replays every finding.
+func (r *Runner) explore(ctx context.Context, c Campaign, group []Bug, b *Bench) Campaign {
+	tree := group[0].Buggy()
+	c.Report = filepath.Join(r.Out, "campaigns", tree.Key())
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
 	src, err := r.source(ctx, tree, b)
@@ -120,9 +157,9 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 		return c
 	}
 	r.logf("%s: explore (bugs %v, budget %s)", c.Tree, c.Bugs, r.Options.Budget)
-	args := append([]string{"explore", "-f", b.Scenarios, "--base", b.Base, "--seed", strconv.FormatUint(r.Options.Seed, 10),
+	args := append([]string{"explore", "-f", src.scenarios, "--base", b.Base, "--seed", strconv.FormatUint(r.Options.Seed, 10),
 		"--budget", r.Options.Budget.String(), "--sequences", strconv.Itoa(r.Options.Sequences),
-		"--max-findings", strconv.Itoa(r.Options.MaxFindings), "--report", c.Report}, src...)
+		"--max-findings", strconv.Itoa(r.Options.MaxFindings), "--report", c.Report}, src.set...)
 	for _, f := range b.SkipFields {
 		args = append(args, "--skip-field", f)
 	}
@@ -147,15 +184,6 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 	}
 	c.Runs, c.Explored = x.Runs, x.Took
 	r.logf("%s: %d runs in %s, %d findings", c.Tree, x.Runs, x.Took.Round(time.Second), len(x.Findings))
-	opFile, err := operatorFile(b.Scenarios)
-	if err != nil {
-		c.Error = err.Error()
-		return c
-	}
-	if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
-		c.Error = err.Error()
-		return c
-	}
 	// One replay per cause (the oracle and where it broke): the other
 	// findings of a cause are listed, not run again.
 	first := map[string]string{}
@@ -169,14 +197,35 @@ func (r *Runner) campaign(ctx context.Context, group []Bug, b *Bench) Campaign {
 			c.Findings = append(c.Findings, Finding{Finding: f, SameCauseAs: same})
 			continue
 		}
-		c.Findings = append(c.Findings, r.replay(ctx, group, b, opFile, f))
+		c.Findings = append(c.Findings, r.replay(ctx, group, b, f))
 	}
 	return c
 }
 
-// source makes the tree, and the bench's fixed trees, and returns the
+// treeRun is how runs on a tree are started: the folder of scenario
+// files, and the --set flags that hand the trees to its Operator file.
+type treeRun struct {
+	scenarios string
+	set       []string
+}
+
+// source makes the tree, and the bench's fixed trees, and returns how
+// runs on it start; in a shard's pod, the tree made ready for it.
+func (r *Runner) source(ctx context.Context, t Tree, b *Bench) (treeRun, error) {
+	if r.Trees != nil {
+		dir, ok := r.Trees[t.Key()]
+		if !ok {
+			return treeRun{}, fmt.Errorf("the source %s was not made ready for this shard", t.Key())
+		}
+		return treeRun{scenarios: dir}, nil
+	}
+	set, err := r.make(ctx, t, b)
+	return treeRun{scenarios: b.Scenarios, set: set}, err
+}
+
+// make makes the tree, and the bench's fixed trees, and returns the
 // --set flags that hand them to the Operator file.
-func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error) {
+func (r *Runner) make(ctx context.Context, t Tree, b *Bench) ([]string, error) {
 	start := time.Now()
 	dir, err := r.Sources.Make(ctx, t, b)
 	if err != nil {
@@ -207,18 +256,18 @@ func (r *Runner) source(ctx context.Context, t Tree, b *Bench) ([]string, error)
 // fails there, on each fix of the group's bugs: one that does not fail on
 // its own source is irreproducible, and its replays on the fixes would
 // tell nothing.
-func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, opFile string, f report.Finding) Finding {
+func (r *Runner) replay(ctx context.Context, group []Bug, b *Bench, f report.Finding) Finding {
 	out := Finding{Finding: f}
-	out.OnBuggy = r.replayOn(ctx, group[0].Buggy(), b, opFile, f)
+	out.OnBuggy = r.replayOn(ctx, group[0].Buggy(), b, f)
 	if out.OnBuggy.Verdict == Fails {
-		r.replayOnFixes(ctx, group, b, opFile, &out)
+		r.replayOnFixes(ctx, group, b, &out)
 	}
 	return out
 }
 
 // replayOnFixes runs the finding's scenario file on each fix of the
 // group's bugs it has not run on yet.
-func (r *Runner) replayOnFixes(ctx context.Context, group []Bug, b *Bench, opFile string, f *Finding) {
+func (r *Runner) replayOnFixes(ctx context.Context, group []Bug, b *Bench, f *Finding) {
 	for _, bug := range group {
 		fix, ok := bug.Fixed()
 		if _, done := f.OnFixes[fix.Key()]; !ok || done {
@@ -228,7 +277,7 @@ func (r *Runner) replayOnFixes(ctx context.Context, group []Bug, b *Bench, opFil
 			f.OnFixes = map[string]Replay{}
 		}
 		tree := r.fixTree(ctx, fix, b)
-		rep := r.replayOn(ctx, tree, b, opFile, f.Finding)
+		rep := r.replayOn(ctx, tree, b, f.Finding)
 		if tree != fix {
 			rep.Tree = tree.Key()
 		}
@@ -243,6 +292,12 @@ func (r *Runner) fixTree(ctx context.Context, fix Tree, b *Bench) Tree {
 	if fix.Pick == "" {
 		return fix
 	}
+	if r.Trees != nil { // made ready as the fix, or as its whole tree
+		if _, ok := r.Trees[fix.Key()]; ok {
+			return fix
+		}
+		return fix.Whole()
+	}
 	_, err := r.Sources.Make(ctx, fix, b)
 	if !errors.Is(err, errPickDoesNotApply) {
 		return fix // made, or an error its replay reports
@@ -251,14 +306,18 @@ func (r *Runner) fixTree(ctx context.Context, fix Tree, b *Bench) Tree {
 	return fix.Whole()
 }
 
-func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, opFile string, f report.Finding) Replay {
+func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, f report.Finding) Replay {
 	src, err := r.source(ctx, t, b)
+	if err != nil {
+		return Replay{Error: err.Error()}
+	}
+	opFile, err := operatorFile(src.scenarios)
 	if err != nil {
 		return Replay{Error: err.Error()}
 	}
 	dir := filepath.Join(r.Out, "replays", f.Scenario+"-on-"+t.Key())
 	args := append([]string{"run", "-f", opFile, "-f", f.File, "--seed", strconv.FormatUint(r.Options.Seed, 10),
-		"--report", dir}, src...)
+		"--report", dir}, src.set...)
 	if !r.Options.Kind {
 		args = append(args, "--envtest")
 	}
@@ -351,118 +410,4 @@ func Layer(action string, envtest bool) string {
 		return "cluster (Chaos Mesh): " + action
 	}
 	return action
-}
-
-// Rejudge judges a recorded run's replays again, from their reports, and
-// recomputes every verdict and total: a run made before the judgement
-// changed needs no campaign run again (Runner.Update first brings it up
-// to a benchmark file: its fixes, their replays and ancestry).
-func Rejudge(res *Result) error {
-	bugs := map[string]Bug{}
-	for _, b := range res.Bugs {
-		bugs[b.Bug.ID] = b.Bug
-	}
-	var out []BugResult
-	for ci := range res.Campaigns {
-		c := &res.Campaigns[ci]
-		for fi := range c.Findings {
-			f := &c.Findings[fi]
-			if len(f.Fields) == 0 {
-				f.Fields = fieldsOf(f.Shrunk) // recorded before findings carried them
-			}
-			var err error
-			if f.OnBuggy, err = rejudge(f.OnBuggy, f.Finding); err != nil {
-				return err
-			}
-			for k, r := range f.OnFixes {
-				if f.OnFixes[k], err = rejudge(r, f.Finding); err != nil {
-					return err
-				}
-			}
-		}
-		var group []Bug
-		for _, id := range c.Bugs {
-			group = append(group, bugs[id])
-		}
-		out = append(out, judge(group, *c)...)
-	}
-	for _, b := range res.Bugs {
-		if b.Verdict == NotRun {
-			out = append(out, b)
-		}
-	}
-	res.Bugs = out
-	res.Totals = total(res)
-	return nil
-}
-
-// rejudge reads a failed replay's report again.
-func rejudge(r Replay, f report.Finding) (Replay, error) {
-	if (r.Verdict != Fails && r.Verdict != Other) || r.Report == "" {
-		return r, nil
-	}
-	r, err := judgeReplay(r.Report, f, r)
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", r.Report, err)
-	}
-	return r, nil
-}
-
-// fieldsOf reads the fields back from shrunk steps as explore prints them
-// ("spec.a.b=value (in a new spec.a) at creation", "spec.a back as it
-// was"): each step's field, and the parent it was set inside.
-func fieldsOf(shrunk []string) []string {
-	var out []string
-	for _, step := range shrunk {
-		field, _, _ := strings.Cut(step, "=")
-		field, _, _ = strings.Cut(field, " back as it was")
-		out = append(out, field)
-		if _, rest, ok := strings.Cut(step, "(in a new "); ok {
-			if parent, _, ok := strings.Cut(rest, ")"); ok {
-				out = append(out, parent)
-			}
-		}
-	}
-	return out
-}
-
-// Update brings a recorded run up to the benchmark file before it is
-// judged again: each bug as the file states it now, and each replayed
-// finding run on every fix of its campaign it was not run on (a fix
-// written since the campaign), with the fixes' ancestry made again.
-func (r *Runner) Update(ctx context.Context, res *Result) error {
-	now := map[string]Bug{}
-	for i := range res.Bugs {
-		bug, err := r.File.Select([]string{res.Bugs[i].Bug.ID})
-		if err != nil {
-			return err
-		}
-		res.Bugs[i].Bug, now[bug[0].ID] = bug[0], bug[0]
-	}
-	for ci := range res.Campaigns {
-		c := &res.Campaigns[ci]
-		var group []Bug
-		for _, id := range c.Bugs {
-			group = append(group, now[id])
-		}
-		c.LeftOut = r.leftOut(*c)
-		b := r.File.Bench(group[0], r.Options.Kind)
-		if b == nil || c.Error != "" {
-			continue
-		}
-		opFile, err := operatorFile(b.Scenarios)
-		if err != nil {
-			return err
-		}
-		for fi := range c.Findings {
-			f := &c.Findings[fi]
-			if f.SameCauseAs == "" && f.OnBuggy.Verdict == Fails {
-				r.replayOnFixes(ctx, group, b, opFile, f)
-			}
-		}
-		if c.Earlier, err = r.earlierFixes(ctx, group, b); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
 }
