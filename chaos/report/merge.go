@@ -15,7 +15,9 @@ import (
 // report of the whole: every run, every finding, the fields any shard
 // changed and when the first did. The shards ran side by side, so the
 // campaign took as long as its slowest shard, and its pace is their sum.
-// A shard that left no report is not there to merge: the caller says so.
+// Every shard makes the reference run (explore-0) before its share: it is
+// kept once, with its finding if it broke an oracle. A shard that left no
+// report is not there to merge: the caller says so.
 func MergeCampaigns(parts []*Report) (*Report, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("no shard's report to merge")
@@ -37,6 +39,7 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 		CoveredAfter: map[string]time.Duration{}}
 	seen := map[int]bool{}
 	follows := map[string]bool{}
+	results, findings := map[string]bool{}, map[string]bool{}
 	steps := 0.0
 	for _, p := range parts {
 		c := p.Campaign
@@ -58,7 +61,12 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 		if p.Started.Before(merged.Started) {
 			merged.Started = p.Started
 		}
-		merged.Results = append(merged.Results, p.Results...)
+		for _, r := range p.Results {
+			if !results[r.Scenario] {
+				results[r.Scenario] = true
+				merged.Results = append(merged.Results, r)
+			}
+		}
 		for _, f := range c.Follows {
 			follows[f] = true
 		}
@@ -68,7 +76,12 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 			}
 		}
 		x.Runs += c.Runs
-		x.Findings = append(x.Findings, c.Findings...)
+		for _, f := range c.Findings {
+			if !findings[f.Scenario] {
+				findings[f.Scenario] = true
+				x.Findings = append(x.Findings, f)
+			}
+		}
 		x.Took = max(x.Took, c.Took)
 		steps += c.StepsPerMinute * c.Took.Minutes()
 	}

@@ -18,10 +18,12 @@ func shardReport(shard string, took time.Duration, pace float64, covered map[str
 }
 
 func TestMergeCampaigns(t *testing.T) {
-	a := shardReport("0/2", 10*time.Minute, 3, map[string]time.Duration{"spec.a": time.Minute, "spec.b": 4 * time.Minute}, "explore-1", "explore-3")
-	a.Campaign.Findings = []Finding{{Scenario: "explore-3", After: 5 * time.Minute}}
-	b := shardReport("1/2", 8*time.Minute, 5, map[string]time.Duration{"spec.b": 2 * time.Minute, "spec.c": 6 * time.Minute}, "explore-2", "explore-4-fresh", "explore-4")
-	b.Campaign.Findings = []Finding{{Scenario: "explore-2", After: time.Minute}}
+	// Each shard made the reference run, which broke an oracle at its
+	// deletion: it is merged once.
+	a := shardReport("0/2", 10*time.Minute, 3, map[string]time.Duration{"spec.a": time.Minute, "spec.b": 4 * time.Minute}, "explore-0", "explore-1", "explore-3")
+	a.Campaign.Findings = []Finding{{Scenario: "explore-0", After: 30 * time.Second}, {Scenario: "explore-3", After: 5 * time.Minute}}
+	b := shardReport("1/2", 8*time.Minute, 5, map[string]time.Duration{"spec.b": 2 * time.Minute, "spec.c": 6 * time.Minute}, "explore-0", "explore-2", "explore-4-fresh", "explore-4")
+	b.Campaign.Findings = []Finding{{Scenario: "explore-0", After: 31 * time.Second}, {Scenario: "explore-2", After: time.Minute}}
 	b.Started = a.Started.Add(-time.Second)
 
 	m, err := MergeCampaigns([]*Report{a, b})
@@ -32,14 +34,14 @@ func TestMergeCampaigns(t *testing.T) {
 	if x.Shards != 2 || x.Shard != "" {
 		t.Errorf("shards %d, shard %q; want 2 and none", x.Shards, x.Shard)
 	}
-	if x.Runs != 5 || len(m.Results) != 5 {
-		t.Errorf("runs %d, results %d; want 5 and 5", x.Runs, len(m.Results))
+	if x.Runs != 7 || len(m.Results) != 6 {
+		t.Errorf("runs %d, results %d; want 7 (each shard made its reference run) and 6 (explore-0 once)", x.Runs, len(m.Results))
 	}
 	var names []string
 	for _, r := range m.Results {
 		names = append(names, r.Scenario)
 	}
-	if got := strings.Join(names, " "); got != "explore-1 explore-2 explore-3 explore-4-fresh explore-4" {
+	if got := strings.Join(names, " "); got != "explore-0 explore-1 explore-2 explore-3 explore-4-fresh explore-4" {
 		t.Errorf("results in the order %s", got)
 	}
 	if x.CoveredAfter["spec.b"] != 2*time.Minute {
@@ -51,8 +53,8 @@ func TestMergeCampaigns(t *testing.T) {
 	if x.Took != 10*time.Minute || x.StepsPerMinute != 7 {
 		t.Errorf("took %s at %.2f steps/min; want the slowest shard's 10m and (3*10+5*8)/10 = 7", x.Took, x.StepsPerMinute)
 	}
-	if len(x.Findings) != 2 || x.Findings[0].Scenario != "explore-2" {
-		t.Errorf("findings %+v; want both, the earliest first", x.Findings)
+	if len(x.Findings) != 3 || x.Findings[0].Scenario != "explore-0" || x.Findings[1].Scenario != "explore-2" {
+		t.Errorf("findings %+v; want explore-0 once, then the others, the earliest first", x.Findings)
 	}
 	if len(x.Follows) != 1 || len(x.Refused) != 1 {
 		t.Errorf("follows %v, refused %v; want each once", x.Follows, x.Refused)
