@@ -287,6 +287,14 @@ test-explore-bugs: gauntlet envtest-bins ## The reference operator's bug variant
 	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml \
 	  --budget $(GATE_BUDGET) --expect docs/BENCHMARKS.md --report $(ARTIFACTS)/explore-bugs
 
+# How many of the gate's campaigns run at once as an Indexed Job.
+GATE_PARALLEL ?= 3
+.PHONY: test-explore-bugs-job
+test-explore-bugs-job: gauntlet envtest-bins docker-engine $(NODE_IMAGE_DEP) ## test-explore-bugs as an Indexed Job on the multi-node kind cluster: one shard per variant (GATE_PARALLEL at once), each campaign and its replays on envtest in its pod, merged into one bugs.md; fails as test-explore-bugs does; nightly.
+	KUBEBUILDER_ASSETS=$${KUBEBUILDER_ASSETS:-$(ENVTEST_ASSETS)} $(BIN)/gauntlet bench bugs -f suites/bugbench/reference.yaml --only-expected \
+	  --budget $(GATE_BUDGET) --expect docs/BENCHMARKS.md --job --multi-node --parallel $(GATE_PARALLEL) --node-image $(NODE_IMAGE) \
+	  --report $(ARTIFACTS)/explore-bugs-job
+
 GATE_BUDGET_KIND ?= 10m
 .PHONY: test-explore-bugs-kind
 test-explore-bugs-kind: gauntlet docker-engine ## The reference variants docs/BENCHMARKS.md marks found on kind (what envtest cannot run, such as a final snapshot), found again there: a kind cluster per campaign and replay (GATE_BUDGET_KIND each, 10m); nightly.

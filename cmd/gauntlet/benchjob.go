@@ -169,7 +169,7 @@ func (f *benchBugsFlags) bundle(ctx context.Context, prog *progress, r *bugbench
 	if err != nil {
 		return nil, err
 	}
-	prog.Printf("%d campaigns, %d bugs without one", len(plan.Campaigns), len(plan.NotRun))
+	prog.Printf("campaigns: %d; bugs without one: %d", len(plan.Campaigns), len(plan.NotRun))
 	return plan, bugbench.WritePlan(plan, filepath.Join(dir, benchPlan))
 }
 

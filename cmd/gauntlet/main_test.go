@@ -86,6 +86,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "bugs", "-f", "x.yaml", "--parallel", "2"}, "--kubeconfig, --shard-image and --parallel go with --job"},
 		{[]string{"bench", "bugs", "-f", "x.yaml", "--job", "--shard-image", "x:1"}, "--shard-image is for --kubeconfig's cluster"},
 		{[]string{"bench", "bugs", "--plan", "plan.json"}, "--plan goes with --campaign k"},
+		{[]string{"bench", "bugs", "-f", "../../suites/bugbench/reference.yaml", "--expect", "../../README.md", "--only-expected"}, "README.md marks found none of the bugs of ../../suites/bugbench/reference.yaml here"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

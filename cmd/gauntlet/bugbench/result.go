@@ -394,7 +394,11 @@ func (res *Result) Markdown() string {
 	fmt.Fprintf(&b, "\n%d bugs: %d found, %d unconfirmed, %d with no fix known, %d not found, %d not run, %d errors; findings: %d false alarms, %d unattributed, %d irreproducible. Seed %d, budget %s a campaign, campaigns: %d, in %s.\n",
 		t.Bugs, t.Found, t.Unconfirmed, t.NoFix, t.NotFound, t.NotRun, t.Errors, t.FalseAlarms, t.Unattributed, t.Irreproducible,
 		res.Seed, res.Budget, len(res.Campaigns), res.Took.Round(time.Second))
-	fmt.Fprintf(&b, "Campaigns %s; replays %s.\n", res.campaignsOn(), map[bool]string{true: "on kind", false: "on envtest"}[res.Kind])
+	replays := map[bool]string{true: "on kind", false: "on envtest"}[res.Kind]
+	if res.Job {
+		replays = "on envtest in their campaign's pod"
+	}
+	fmt.Fprintf(&b, "Campaigns %s; replays %s.\n", res.campaignsOn(), replays)
 	for _, c := range res.Campaigns {
 		for _, f := range c.Findings {
 			if f.SameCauseAs == "" && !explained(f) {
@@ -453,9 +457,9 @@ func cell(s string) string {
 func (res *Result) campaignsOn() string {
 	switch {
 	case res.Job && res.MultiNode:
-		return "side by side, one shard of an Indexed Job per campaign (on envtest in its pod), on the multi-node kind cluster"
+		return "side by side, one shard of an Indexed Job each (on envtest in its pod), on the multi-node kind cluster"
 	case res.Job:
-		return "side by side, one shard of an Indexed Job per campaign (on envtest in its pod), on a cluster"
+		return "side by side, one shard of an Indexed Job each (on envtest in its pod), on a cluster"
 	case res.Shards > 0 && res.MultiNode:
 		return fmt.Sprintf("as %d shards of an Indexed Job each, on the multi-node kind cluster", res.Shards)
 	case res.Shards > 0:
