@@ -2,6 +2,7 @@ package shard
 
 import (
 	"strconv"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,11 @@ const (
 	// ReportDir is where a shard's pod writes its campaign's report.
 	ReportDir = "/tmp/report"
 )
+
+// envtestStartTimeout bounds the start of a shard's API server: envtest's
+// default, 20 s, is too short where shards share a node's cores (an API
+// server started beside two campaigns on 2 cores missed it five times).
+const envtestStartTimeout = 2 * time.Minute
 
 // JobOptions shape a campaign's Job.
 type JobOptions struct {
@@ -106,6 +112,7 @@ func podSpec(o JobOptions) corev1.PodSpec {
 				fieldEnv(EnvJobUID, "metadata.labels['batch.kubernetes.io/controller-uid']"),
 				{Name: "HOME", Value: "/tmp"},
 				{Name: "TMPDIR", Value: "/tmp"},
+				{Name: "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", Value: envtestStartTimeout.String()},
 			}, o.Env...),
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: o.CPU, corev1.ResourceMemory: o.Memory},

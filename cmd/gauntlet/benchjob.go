@@ -215,6 +215,7 @@ func (j *benchJobFlags) jobOptions(plan *bugbench.Plan, image string) shard.JobO
 // runShard is a shard's pod: campaign k of the plan, its results
 // published as its Job's ConfigMap.
 func (f *benchBugsFlags) runShard(ctx context.Context, stderr io.Writer) (*bugbench.Result, error) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(stderr), zap.Level(zapcore.ErrorLevel)))
 	plan, err := bugbench.ReadPlan(f.j.plan)
 	if err != nil {
 		return nil, err

@@ -188,6 +188,9 @@ type fakeGauntlet struct {
 	fixed    string                      // the folder the bench's tree FIXED is made in, for sources older than it
 	calls    []string
 	args     [][]string // every call's arguments
+	// setupFails counts, by "<finding file> on <tree folder>", the runs
+	// left whose setup fails (no scenario runs).
+	setupFails map[string]int
 }
 
 func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, error) {
@@ -217,6 +220,12 @@ func (g *fakeGauntlet) run(_ context.Context, args []string, _ string) (int, err
 		return min(len(x.Findings), 1), nil
 	}
 	file := args[slices.Index(args, "-f")+3]
+	if g.setupFails[file+" on "+tree] > 0 {
+		g.setupFails[file+" on "+tree]--
+		rep := report.NewReport(1, "envtest")
+		rep.Setup = &report.SetupFailure{Step: "setup", Error: "timeout waiting for process kube-apiserver to start"}
+		return 1, rep.Write(arg("--report"))
+	}
 	res, ok := g.fails[file+" on "+tree]
 	if !ok {
 		return 0, nil

@@ -110,3 +110,28 @@ func TestAPlanRunsEachCampaignInItsShard(t *testing.T) {
 		}
 	}
 }
+
+// A replay whose setup failed (envtest slow to start on shared cores)
+// runs once more; one that fails so twice is an error naming the setup.
+func TestAReplayWhoseSetupFailedRunsOnceMore(t *testing.T) {
+	r, g, f, c1 := benchFixture(t)
+	buggy := Tree{Operator: "o/p", Commit: c1}.Key()
+	g.setupFails = map[string]int{"/f/explore-2.yaml on " + buggy: 1, "/f/explore-5.yaml on " + buggy: 2}
+	res, err := r.Run(t.Context(), f.Bugs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Finding{}
+	for _, fi := range res.Campaigns[0].Findings {
+		byName[fi.Scenario] = fi
+	}
+	if got := byName["explore-2"].OnBuggy; got.Verdict != Fails || got.Error != "" {
+		t.Errorf("explore-2 on the buggy source after one failed setup: %+v; want it run again and failing", got)
+	}
+	if got := byName["explore-5"].OnBuggy; !strings.Contains(got.Error, "the replay's setup failed at setup: timeout waiting for process kube-apiserver") {
+		t.Errorf("explore-5 after two failed setups: %+v; want an error naming the setup", got)
+	}
+	if n := strings.Count(strings.Join(g.calls, "\n"), "run "+buggy+" /f/explore-5.yaml"); n != 2 {
+		t.Errorf("explore-5 ran %d times on the buggy source, want 2: %v", n, g.calls)
+	}
+}

@@ -105,6 +105,8 @@ type Replay struct {
 	// fix commit's whole tree, its own change not applying to the buggy
 	// commit. Such a verdict may come from any change in between.
 	Tree string `json:"tree,omitempty"`
+
+	setupFailed bool // the run ran no scenario: its setup failed
 }
 
 // broken is Broken, or Oracle alone for a replay recorded before

@@ -321,6 +321,19 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, f report.Findin
 	if !r.Options.Kind {
 		args = append(args, "--envtest")
 	}
+	rep := r.replayOnce(ctx, args, dir, f)
+	if rep.setupFailed {
+		// The environment's doing (an API server slow to start on cores
+		// shared with other campaigns), not the tree's: once more.
+		r.logf("%s on %s: %s; once more", f.Scenario, t.Key(), rep.Error)
+		rep = r.replayOnce(ctx, args, dir, f)
+	}
+	r.logf("%s replayed on %s: %s in %s", f.Scenario, t.Key(), rep, rep.Took.Round(time.Second))
+	return rep
+}
+
+// replayOnce runs a replay's command and judges it.
+func (r *Runner) replayOnce(ctx context.Context, args []string, dir string, f report.Finding) Replay {
 	start := time.Now()
 	code, err := r.Gauntlet(ctx, args, dir+".log")
 	rep := Replay{Report: dir, Took: time.Since(start)}
@@ -333,13 +346,17 @@ func (r *Runner) replayOn(ctx context.Context, t Tree, b *Bench, f report.Findin
 		rep, err = judgeReplay(dir, f, rep)
 		if err != nil {
 			rep.Error = err.Error()
+			rep.setupFailed = errors.Is(err, errSetupFailed)
 		}
 	default:
 		rep.Error = fmt.Sprintf("gauntlet run exited %d (log: %s.log)", code, dir)
 	}
-	r.logf("%s replayed on %s: %s in %s", f.Scenario, t.Key(), rep, rep.Took.Round(time.Second))
 	return rep
 }
+
+// errSetupFailed is judgeReplay's error for a replay that ran no
+// scenario: its setup (envtest, the operator) failed.
+var errSetupFailed = errors.New("the replay's setup failed")
 
 // judgeReplay judges a failed replay as the campaign judged the run: it
 // fails when it broke the finding's oracle (first or after another),
@@ -354,7 +371,10 @@ func judgeReplay(dir string, f report.Finding, r Replay) (Replay, error) {
 		return r, err
 	}
 	res := rep.Result(f.Scenario)
-	if res == nil {
+	switch {
+	case res == nil && rep.Setup != nil:
+		return r, fmt.Errorf("%w at %s: %s (log: %s.log)", errSetupFailed, rep.Setup.Step, rep.Setup.Error, dir)
+	case res == nil:
 		return r, fmt.Errorf("%s holds no result of %s", dir, f.Scenario)
 	}
 	r.Differences, r.Broken = nil, nil
