@@ -62,6 +62,9 @@ func TestJobShardArguments(t *testing.T) {
 		EnvJobUID:    "metadata.labels['batch.kubernetes.io/controller-uid']",
 		"HOME":       "/tmp",
 		"TMPDIR":     "/tmp",
+		// Shards share a node's cores: envtest's API server gets longer
+		// than its default 20 s to start.
+		"KUBEBUILDER_CONTROLPLANE_START_TIMEOUT": "2m0s",
 	} {
 		if env[name] != want {
 			t.Errorf("env %s = %q, want %q", name, env[name], want)
