@@ -123,7 +123,10 @@ func (f *benchBugsFlags) runJob(ctx context.Context, r *bugbench.Runner, bugs []
 	}
 	image := j.image
 	if image == "" {
-		if image, err = f.jobImage(ctx, prog, dir); err != nil {
+		prog.Phase("shard image")
+		image, err = buildShardImage(ctx, prog, dir, j.cluster.kubeconfig)
+		prog.Done()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -175,23 +178,6 @@ func (f *benchBugsFlags) bundle(ctx context.Context, prog *progress, r *bugbench
 
 // benchPlan is the plan's file in the shards' bundle.
 const benchPlan = "plan.json"
-
-// jobImage builds the shards' image from the bundle.
-func (f *benchBugsFlags) jobImage(ctx context.Context, prog *progress, dir string) (string, error) {
-	prog.Phase("shard image")
-	defer prog.Done()
-	if err := ensureDockerEngine(ctx, prog); err != nil {
-		return "", fmt.Errorf("the shard image is built with Docker: %w", err)
-	}
-	image, err := shard.BuildImage(ctx, dir, prog.Printf)
-	if err != nil {
-		return "", err
-	}
-	if f.j.cluster.kubeconfig != "" {
-		return "", usagef("the shard image is built here as %s; push it to a registry the nodes of %s pull from and give its name as --shard-image", image, f.j.cluster.kubeconfig)
-	}
-	return image, nil
-}
 
 // jobOptions are the Job of a plan: shard k runs campaign k.
 func (j *benchJobFlags) jobOptions(plan *bugbench.Plan, image string) shard.JobOptions {

@@ -139,9 +139,6 @@ func (f *exploreFlags) runShards(ctx context.Context, stdout, stderr io.Writer) 
 func (f *exploreFlags) shardImage(ctx context.Context, prog *progress, assets string) (string, error) {
 	prog.Phase("shard image")
 	defer prog.Done()
-	if err := ensureDockerEngine(ctx, prog); err != nil {
-		return "", fmt.Errorf("the shard image is built with Docker: %w", err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
@@ -159,12 +156,22 @@ func (f *exploreFlags) shardImage(ctx context.Context, prog *progress, assets st
 		Gauntlet: self, Assets: assets, Dir: dir, Logf: prog.Printf}); err != nil {
 		return "", fmt.Errorf("the shard bundle: %w", err)
 	}
+	return buildShardImage(ctx, prog, dir, f.kubeconfig)
+}
+
+// buildShardImage builds the shard image of the bundle in dir with the
+// Docker engine. For an existing cluster (kubeconfig) it stops there:
+// its nodes pull the image from a registry the user pushes it to.
+func buildShardImage(ctx context.Context, prog *progress, dir, kubeconfig string) (string, error) {
+	if err := ensureDockerEngine(ctx, prog); err != nil {
+		return "", fmt.Errorf("the shard image is built with Docker: %w", err)
+	}
 	image, err := shard.BuildImage(ctx, dir, prog.Printf)
 	if err != nil {
 		return "", err
 	}
-	if f.kubeconfig != "" {
-		return "", usagef("the shard image is built here as %s; push it to a registry the nodes of %s pull from and give its name as --shard-image", image, f.kubeconfig)
+	if kubeconfig != "" {
+		return "", usagef("the shard image is built here as %s; push it to a registry the nodes of %s pull from and give its name as --shard-image", image, kubeconfig)
 	}
 	return image, nil
 }
