@@ -61,12 +61,7 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 		if p.Started.Before(merged.Started) {
 			merged.Started = p.Started
 		}
-		for _, r := range p.Results {
-			if !results[r.Scenario] {
-				results[r.Scenario] = true
-				merged.Results = append(merged.Results, r)
-			}
-		}
+		merged.Results = once(merged.Results, p.Results, results, func(r *Result) string { return r.Scenario })
 		for _, f := range c.Follows {
 			follows[f] = true
 		}
@@ -76,12 +71,7 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 			}
 		}
 		x.Runs += c.Runs
-		for _, f := range c.Findings {
-			if !findings[f.Scenario] {
-				findings[f.Scenario] = true
-				x.Findings = append(x.Findings, f)
-			}
-		}
+		x.Findings = once(x.Findings, c.Findings, findings, func(f Finding) string { return f.Scenario })
 		x.Took = max(x.Took, c.Took)
 		steps += c.StepsPerMinute * c.Took.Minutes()
 	}
@@ -103,6 +93,17 @@ func MergeCampaigns(parts []*Report) (*Report, error) {
 	}
 	merged.Campaign = x
 	return merged, nil
+}
+
+// once appends to out each of items whose name it has not seen.
+func once[T any](out, items []T, seen map[string]bool, name func(T) string) []T {
+	for _, it := range items {
+		if n := name(it); !seen[n] {
+			seen[n] = true
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // ParseShard reads a shard, "k/n".

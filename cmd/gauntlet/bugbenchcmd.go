@@ -89,17 +89,8 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 		_, err := f.runShard(ctx, cmd.ErrOrStderr())
 		return err
 	}
-	if f.file == "" {
-		return usagef("-f (the benchmark file) is required")
-	}
-	if f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 || f.o.Shards < 0 {
-		return usagef("--budget must be positive, --sequences, --max-findings and --shards not negative")
-	}
-	switch {
-	case f.o.Shards == 1:
-		return usagef("--shards 1: give 2 or more")
-	case f.o.MultiNode && f.o.Shards == 0 && !f.o.Job:
-		return usagef("--multi-node goes with --shards or --job")
+	if err := f.validate(); err != nil {
+		return err
 	}
 	if f.out == "" {
 		f.out = filepath.Join(framework.ArtifactsDir(), "bench-bugs-"+time.Now().UTC().Format("20060102-150405"))
@@ -153,6 +144,21 @@ func (f *benchBugsFlags) run(cmd *cobra.Command) error {
 	if lost := res.Regressions(expected); len(lost) > 0 {
 		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%d bugs %s marks found were not found again:\n  %s\n", len(lost), f.expect, strings.Join(lost, "\n  "))
 		return errFailedRun
+	}
+	return nil
+}
+
+// validate refuses a benchmark run's flags that cannot work.
+func (f *benchBugsFlags) validate() error {
+	switch {
+	case f.file == "":
+		return usagef("-f (the benchmark file) is required")
+	case f.o.Budget <= 0 || f.o.Sequences < 0 || f.o.MaxFindings < 0 || f.o.Shards < 0:
+		return usagef("--budget must be positive, --sequences, --max-findings and --shards not negative")
+	case f.o.Shards == 1:
+		return usagef("--shards 1: give 2 or more")
+	case f.o.MultiNode && f.o.Shards == 0 && !f.o.Job:
+		return usagef("--multi-node goes with --shards or --job")
 	}
 	return nil
 }
