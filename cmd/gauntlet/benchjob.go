@@ -118,8 +118,9 @@ func (f *benchBugsFlags) runJob(ctx context.Context, r *bugbench.Runner, bugs []
 	if err != nil {
 		return nil, err
 	}
-	if len(plan.Campaigns) == 0 {
-		return bugbench.Merge(plan, nil, shard.ReportDir, time.Since(start)), nil
+	if len(plan.Campaigns) == 0 { // every bug's operator without a bench stanza
+		res := bugbench.Merge(plan, nil, shard.ReportDir, time.Since(start))
+		return res, res.Write(r.Out)
 	}
 	image := j.image
 	if image == "" {
