@@ -163,8 +163,8 @@ func (r *Runner) RunPlanned(ctx context.Context, p Planned) (*Result, error) {
 // campaign with an error; the bugs no campaign judged; the totals; took
 // is the run's wall time.
 func Merge(plan *Plan, dirs map[int]string, from string, took time.Duration) *Result {
-	o := plan.Options
-	res := &Result{Seed: o.Seed, Budget: o.Budget.String(), MultiNode: o.MultiNode, Job: o.Job, Took: took}
+	res := newResult(plan.Options)
+	res.Took = took
 	for k, p := range plan.Campaigns {
 		part, err := readPart(dirs[k])
 		if err != nil {

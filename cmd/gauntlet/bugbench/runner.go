@@ -65,8 +65,10 @@ func (r *Runner) Run(ctx context.Context, bugs []Bug) (*Result, error) {
 	return res, res.Write(r.Out)
 }
 
-func (r *Runner) result() *Result {
-	o := r.Options
+func (r *Runner) result() *Result { return newResult(r.Options) }
+
+// newResult is an empty result of a run with the options o.
+func newResult(o Options) *Result {
 	return &Result{Seed: o.Seed, Budget: o.Budget.String(), Kind: o.Kind, Shards: o.Shards, MultiNode: o.MultiNode, Job: o.Job}
 }
 
